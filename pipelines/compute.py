@@ -1,0 +1,97 @@
+"""`gpufleet compute`: (re)build the derived tables from the landing tables.
+
+Each step is either a `queries/derived/<name>.sql` statement
+(`CREATE OR REPLACE TABLE <name> AS ...`) or a Python function for the parts
+SQL cannot do (statistical tests). Steps run in order, in one transaction, so
+readers never see half-computed tables. A run on an unchanged database (same
+data version, same settings) is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+
+from pipelines.config import Settings
+from pipelines.sql import execute
+from pipelines.store import data_version, ensure_schema
+
+PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: PythonStep | None = None
+    """None: run `queries/derived/<name>.sql`."""
+
+
+def _steps() -> list[Step]:
+    """Derived tables in dependency order."""
+    return []
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    skipped: bool
+    data_version: int
+    timings_s: dict[str, float]
+
+
+def settings_fingerprint(settings: Settings) -> str:
+    payload = json.dumps(settings.sql_params(), sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def _last_compute(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS compute_log (data_version BIGINT, settings VARCHAR, "
+        "computed_at TIMESTAMPTZ, duration_s DOUBLE)"
+    )
+    rows = con.execute(
+        "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
+    ).fetchall()
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+def compute(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    *,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ComputeResult:
+    """Build every derived table; skip when nothing changed since the last run."""
+    ensure_schema(con)
+    version = data_version(con)
+    fingerprint = settings_fingerprint(settings)
+    if not force and _last_compute(con) == (version, fingerprint):
+        return ComputeResult(True, version, {})
+    params = settings.sql_params()
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for step in _steps():
+            if progress:
+                progress(step.name)
+            t0 = time.perf_counter()
+            if step.run is None:
+                execute(con, f"derived/{step.name}", params)
+            else:
+                step.run(con, settings)
+            timings[step.name] = time.perf_counter() - t0
+        con.execute(
+            "INSERT INTO compute_log VALUES (?, ?, now(), ?)",
+            [version, fingerprint, time.perf_counter() - started],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return ComputeResult(False, version, timings)

@@ -1,0 +1,132 @@
+"""Settings from `gpufleet.toml`, with documented defaults.
+
+Every threshold an SRE may want to tune lives here, not in SQL or code:
+the SQL reads them as named parameters (`$staleness_s`, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipelines.errors import ConfigError
+
+DEFAULT_DB = "fleet.duckdb"
+DEFAULT_CONFIG = "gpufleet.toml"
+
+
+@dataclass(frozen=True)
+class AvailabilitySettings:
+    staleness_s: int = 300
+    """A condition or GPU without a sample this many seconds old is `unknown`."""
+    require_gpu_telemetry: bool = True
+    """A GPU with no fresh DCGM sample makes its node `unknown` (fail closed)."""
+    required_conditions: list[str] = field(default_factory=list)
+    """Conditions that count; empty means every condition seen for a node."""
+    good_when_true_suffixes: list[str] = field(default_factory=lambda: ["Ready", "Healthy"])
+    """Conditions named so (or exactly so) are good when `True`; all others when `False`."""
+
+
+@dataclass(frozen=True)
+class FailureSettings:
+    before_end_s: int = 600
+    """Hardware signals this many seconds before an attempt ended implicate it."""
+    after_end_s: int = 300
+    """... and this many seconds after."""
+    crash_loop_min_failures: int = 3
+    """A job with this many `software` failed attempts is crash-looping."""
+
+
+@dataclass(frozen=True)
+class StragglerSettings:
+    median_ratio_threshold: float = 1.02
+    """A straggler's median step-time ratio to the step median exceeds this."""
+    min_steps: int = 20
+    """Fewer steps than this: no verdict."""
+    alpha: float = 0.01
+    """Family-wise error rate of the one-sided Mann-Whitney U tests (Holm corrected)."""
+    relative_score_threshold: float = 0.75
+    """nvidia-resiliency-ext flags a rank whose relative score is below this."""
+    repeat_offender_jobs: int = 2
+    """A host that is a straggler host in this many jobs in a window is a repeat offender."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    availability: AvailabilitySettings = field(default_factory=AvailabilitySettings)
+    failures: FailureSettings = field(default_factory=FailureSettings)
+    stragglers: StragglerSettings = field(default_factory=StragglerSettings)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Sections other modules own (e.g. `prometheus`, `detection`), passed through."""
+
+    def sql_params(self) -> dict[str, Any]:
+        """The flat named parameters the SQL files may use."""
+        a, f, s = self.availability, self.failures, self.stragglers
+        return {
+            "staleness_s": a.staleness_s,
+            "require_gpu_telemetry": a.require_gpu_telemetry,
+            "required_conditions": list(a.required_conditions),
+            "good_when_true_suffixes": list(a.good_when_true_suffixes),
+            "failure_before_s": f.before_end_s,
+            "failure_after_s": f.after_end_s,
+            "crash_loop_min_failures": f.crash_loop_min_failures,
+            "straggler_ratio": s.median_ratio_threshold,
+            "straggler_min_steps": s.min_steps,
+            "straggler_alpha": s.alpha,
+            "relative_score_threshold": s.relative_score_threshold,
+            "repeat_offender_jobs": s.repeat_offender_jobs,
+        }
+
+
+_SECTIONS = {
+    "availability": AvailabilitySettings,
+    "failures": FailureSettings,
+    "stragglers": StragglerSettings,
+}
+
+
+def _build(cls: type, section: str, values: dict[str, Any], path: Path) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown setting `{section}.{unknown[0]}`.",
+            f"Known settings in [{section}]: {', '.join(sorted(known))}.",
+        )
+    try:
+        return cls(**values)
+    except TypeError as e:
+        raise ConfigError(f"{path}: invalid [{section}] section: {e}") from e
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read settings from `path`, `$GPUFLEET_CONFIG` or `./gpufleet.toml`.
+
+    A missing default file means defaults; a missing file named explicitly is an error.
+    """
+    explicit = path or os.environ.get("GPUFLEET_CONFIG")
+    config_path = Path(explicit or DEFAULT_CONFIG)
+    if not config_path.exists():
+        if explicit:
+            raise ConfigError(
+                f"Config file `{config_path}` does not exist.",
+                "Pass an existing file with --config, or omit it to use the defaults.",
+            )
+        return Settings()
+    try:
+        raw = tomllib.loads(config_path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{config_path}: not valid TOML: {e}") from e
+    sections = {
+        name: _build(cls, name, raw.pop(name, {}), config_path) for name, cls in _SECTIONS.items()
+    }
+    return Settings(**sections, extra=raw)
+
+
+def db_path(explicit: str | None = None) -> Path:
+    """The database path: `--db`, else `$GPUFLEET_DB`, else `fleet.duckdb`."""
+    return Path(explicit or os.environ.get("GPUFLEET_DB") or DEFAULT_DB)

@@ -1,0 +1,1 @@
+"""Sources: each turns an outside format into landing-table inputs for `store.load_batch`."""

@@ -1,0 +1,71 @@
+"""File source: `<table>.csv|.jsonl|.parquet` files in the landing contract.
+
+The universal adapter for scheduler exports and log pipelines. Every file in a
+folder whose stem is a landing table is read; the whole folder is one batch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipelines.contract import LANDING_TABLES
+from pipelines.errors import InputError
+from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
+
+SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+
+def read_table_file(con: duckdb.DuckDBPyConnection, path: Path) -> TableInput:
+    """Read one landing file as text-typed or native columns, with its line/row numbers.
+
+    CSV and JSONL are read as strings so that the store's validation, not the
+    reader's type inference, decides what is valid and can name the bad cell.
+    """
+    table = path.stem
+    try:
+        if path.suffix == ".csv":
+            frame = pl.read_csv(path, infer_schema=False)
+            # Line 1 is the header, so the first record is on line 2.
+            frame = frame.with_row_index(ROW_COLUMN, offset=2)
+            return TableInput(table, frame, str(path), position="line")
+        if path.suffix == ".jsonl":
+            frame = pl.read_ndjson(path, infer_schema_length=None)
+            frame = frame.with_row_index(ROW_COLUMN, offset=1)
+            return TableInput(table, frame, str(path), position="line")
+        relation = con.sql(
+            f"SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS {ROW_COLUMN} "
+            "FROM read_parquet($path, file_row_number = true)",
+            params={"path": str(path)},
+        )
+        return TableInput(table, relation, str(path), position="row")
+    except (pl.exceptions.PolarsError, duckdb.Error, OSError) as e:
+        raise InputError(f"cannot read the file: {e}", file=str(path)) from e
+
+
+def landing_files(folder: Path) -> list[Path]:
+    """The landing files in `folder`, in contract order; an error when there are none."""
+    if not folder.is_dir():
+        raise InputError("is not a folder", file=str(folder), hint="Pass a folder of landing files.")
+    found = [
+        folder / f"{table}{suffix}"
+        for table in LANDING_TABLES
+        for suffix in SUFFIXES
+        if (folder / f"{table}{suffix}").is_file()
+    ]
+    if not found:
+        raise InputError(
+            "holds no landing files",
+            file=str(folder),
+            hint=f"Name files after a landing table ({', '.join(LANDING_TABLES)}) "
+            f"with one of {', '.join(SUFFIXES)}.",
+        )
+    return found
+
+
+def ingest_files(con: duckdb.DuckDBPyConnection, folder: str | Path) -> list[LoadResult]:
+    """Load every landing file of `folder` as one batch."""
+    items = [read_table_file(con, path) for path in landing_files(Path(folder))]
+    return load_batch(con, items, source=f"files:{Path(folder).name}")

@@ -1,0 +1,75 @@
+"""The one loader for `queries/*.sql`, shared by the CLI, the app and the notebooks.
+
+A query file is one statement with named parameters (`$start`, `$end`). Values are
+always bound as parameters, never formatted into the SQL text. Only the parameters
+a statement mentions are bound, so callers can pass one settings dict everywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from pipelines.errors import GpufleetError
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_COMMENT = re.compile(r"--[^\n]*")
+
+
+def queries_dir() -> Path:
+    """`queries/` beside the package in a checkout, or bundled inside a wheel."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "queries", here / "_queries"):
+        if candidate.is_dir():
+            return candidate
+    raise GpufleetError("The `queries/` folder is missing.", "Reinstall gpufleet.")
+
+
+@functools.cache
+def load_sql(name: str) -> str:
+    """The text of `queries/<name>.sql` (`name` may contain a subfolder: `derived/jobs`)."""
+    path = queries_dir() / f"{name}.sql"
+    if not path.is_file():
+        raise GpufleetError(f"Query `{name}` does not exist ({path}).")
+    return path.read_text()
+
+
+def param_names(sql: str) -> set[str]:
+    """Named parameters a statement uses, ignoring `--` comments."""
+    return set(_PARAM.findall(_COMMENT.sub("", sql)))
+
+
+def bind(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """The subset of `params` the statement uses; a missing one is an error."""
+    wanted = param_names(sql)
+    params = params or {}
+    missing = sorted(wanted - params.keys())
+    if missing:
+        raise GpufleetError(f"Query needs parameter `${missing[0]}`, which was not given.")
+    return {k: params[k] for k in wanted}
+
+
+def execute(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Run `queries/<name>.sql` with its named parameters bound."""
+    sql = load_sql(name)
+    return con.execute(sql, bind(sql, params))
+
+
+def query_pl(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> pl.DataFrame:
+    """Run `queries/<name>.sql` and return a polars DataFrame."""
+    return execute(con, name, params).pl()
+
+
+def statements(script: str) -> list[str]:
+    """Split a DDL script on `;` at line ends (schema files hold no `;` in strings)."""
+    body = _COMMENT.sub("", script)
+    return [s.strip() for s in re.split(r";\s*\n", body + "\n") if s.strip()]

@@ -1,0 +1,126 @@
+-- Landing tables: what every source lands as (SPEC "Landing contract").
+-- Timestamps are UTC TIMESTAMPTZ, intervals half-open [start, end), durations in seconds.
+-- Natural keys (used for idempotent loads) are listed in pipelines/contract.py.
+-- No PRIMARY KEY indexes: at fleet scale they cost more than the anti-join the loader runs.
+
+CREATE TABLE IF NOT EXISTS nodes (
+    node          VARCHAR NOT NULL,
+    cluster       VARCHAR NOT NULL,
+    instance_type VARCHAR,
+    gpu_model     VARCHAR,
+    gpu_count     INTEGER NOT NULL,
+    nic_expected  INTEGER           -- network links the node should have up; NULL = not checked
+);
+
+-- Samples as a scrape sees them, not transitions. A cordon is condition `Unschedulable`.
+CREATE TABLE IF NOT EXISTS node_conditions (
+    ts        TIMESTAMPTZ NOT NULL,
+    node      VARCHAR NOT NULL,
+    condition VARCHAR NOT NULL,
+    status    VARCHAR NOT NULL,     -- True / False / Unknown
+    reason    VARCHAR,
+    message   VARCHAR
+);
+
+-- One DCGM field of one GPU at one scrape. `metric` is the DCGM field name.
+CREATE TABLE IF NOT EXISTS gpu_samples (
+    ts     TIMESTAMPTZ NOT NULL,
+    node   VARCHAR NOT NULL,
+    gpu    SMALLINT NOT NULL,       -- GPU index on the node
+    uuid   VARCHAR,
+    metric VARCHAR NOT NULL,
+    value  DOUBLE NOT NULL
+);
+
+-- Node-level telemetry: network links up, NIC error counters.
+CREATE TABLE IF NOT EXISTS node_samples (
+    ts     TIMESTAMPTZ NOT NULL,
+    node   VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    value  DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS gpu_events (
+    ts      TIMESTAMPTZ NOT NULL,
+    node    VARCHAR NOT NULL,
+    gpu     SMALLINT,               -- NULL when the event names no GPU we could map
+    uuid    VARCHAR,
+    kind    VARCHAR NOT NULL,       -- xid, ...
+    code    INTEGER,
+    message VARCHAR,
+    source  VARCHAR                 -- dcgm, kernel-log, simulator, ...
+);
+
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id    VARCHAR NOT NULL,
+    name      VARCHAR,
+    "user"    VARCHAR,
+    team      VARCHAR,
+    queue     VARCHAR,
+    submit_ts TIMESTAMPTZ,
+    start_ts  TIMESTAMPTZ,
+    end_ts    TIMESTAMPTZ,          -- NULL while running
+    num_gpus  INTEGER NOT NULL,
+    state     VARCHAR NOT NULL,     -- succeeded, failed, node_fail, timeout, oom, cancelled, preempted, running
+    exit_code INTEGER,
+    reason    VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS job_attempts (
+    job_id    VARCHAR NOT NULL,
+    attempt   INTEGER NOT NULL,     -- 0, 1, ...
+    start_ts  TIMESTAMPTZ NOT NULL,
+    end_ts    TIMESTAMPTZ,          -- NULL while running
+    state     VARCHAR NOT NULL,
+    exit_code INTEGER,
+    reason    VARCHAR,
+    nodes     VARCHAR[] NOT NULL
+);
+
+-- Per-rank step timings: `step_s` wall time of the step on that rank, `compute_s`
+-- its busy time without collective wait (NULL when the job does not log it).
+CREATE TABLE IF NOT EXISTS rank_steps (
+    job_id    VARCHAR NOT NULL,
+    attempt   INTEGER NOT NULL,
+    step      INTEGER NOT NULL,
+    rank      INTEGER NOT NULL,
+    node      VARCHAR NOT NULL,
+    gpu       SMALLINT,
+    end_ts    TIMESTAMPTZ NOT NULL,
+    step_s    DOUBLE NOT NULL,
+    compute_s DOUBLE
+);
+
+CREATE TABLE IF NOT EXISTS checkpoints (
+    job_id     VARCHAR NOT NULL,
+    attempt    INTEGER NOT NULL,
+    step       INTEGER NOT NULL,
+    kind       VARCHAR NOT NULL,    -- save / restore
+    start_ts   TIMESTAMPTZ NOT NULL,
+    duration_s DOUBLE NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS maintenance (
+    node     VARCHAR NOT NULL,
+    start_ts TIMESTAMPTZ NOT NULL,
+    end_ts   TIMESTAMPTZ NOT NULL,
+    reason   VARCHAR
+);
+
+-- Bookkeeping: one row per committed load batch; its max id is the data version
+-- `gpufleet compute` compares against to skip work on an unchanged database.
+CREATE TABLE IF NOT EXISTS load_log (
+    batch_id  BIGINT NOT NULL,
+    loaded_at TIMESTAMPTZ NOT NULL,
+    source    VARCHAR NOT NULL,
+    tables    VARCHAR[] NOT NULL,
+    rows_in   BIGINT NOT NULL,
+    rows_new  BIGINT NOT NULL
+);
+
+-- Incremental sources (Prometheus) keep how far they have read, per query.
+CREATE TABLE IF NOT EXISTS ingest_watermarks (
+    source       VARCHAR NOT NULL,
+    query_key    VARCHAR NOT NULL,
+    watermark_ts TIMESTAMPTZ NOT NULL
+);

@@ -1,0 +1,147 @@
+"""The store: schema as the contract says, idempotent and all-or-nothing loads, clear errors."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pipelines.contract import LANDING_TABLES
+from pipelines.errors import InputError
+from pipelines.sources.files import ingest_files
+from pipelines.store import row_counts, table_columns
+
+CONDITIONS_CSV = textwrap.dedent(
+    """\
+    ts,node,condition,status,reason,message
+    2026-11-23T00:00:00Z,n1,Ready,True,KubeletReady,
+    2026-11-23T00:01:00Z,n1,Ready,True,KubeletReady,
+    2026-11-23T00:02:00Z,n1,Ready,False,KubeletNotReady,PLEG is not healthy
+    2026-11-23T00:03:00Z,n1,Ready,True,KubeletReady,
+    2026-11-23T00:04:00Z,n1,Ready,True,KubeletReady,
+    2026-11-23T00:05:00Z,n1,Ready,True,KubeletReady,
+    """
+)
+NODES_CSV = "node,cluster,instance_type,gpu_model,gpu_count,nic_expected\nn1,c1,p5.48xlarge,NVIDIA H100 80GB HBM3,8,32\n"
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def test_schema_matches_the_landing_contract(con):
+    expected = {
+        "nodes": ["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
+        "node_conditions": ["ts", "node", "condition", "status", "reason", "message"],
+        "gpu_samples": ["ts", "node", "gpu", "uuid", "metric", "value"],
+        "node_samples": ["ts", "node", "metric", "value"],
+        "gpu_events": ["ts", "node", "gpu", "uuid", "kind", "code", "message", "source"],
+        "jobs": ["job_id", "name", "user", "team", "queue", "submit_ts", "start_ts", "end_ts",
+                 "num_gpus", "state", "exit_code", "reason"],
+        "job_attempts": ["job_id", "attempt", "start_ts", "end_ts", "state", "exit_code", "reason", "nodes"],
+        "rank_steps": ["job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s"],
+        "checkpoints": ["job_id", "attempt", "step", "kind", "start_ts", "duration_s"],
+        "maintenance": ["node", "start_ts", "end_ts", "reason"],
+    }
+    assert set(expected) == set(LANDING_TABLES)
+    for table, columns in expected.items():
+        assert [c.name for c in table_columns(con, table)] == columns
+    timestamp_types = {c.type for t in LANDING_TABLES for c in table_columns(con, t) if c.name.endswith("ts")}
+    assert timestamp_types == {"TIMESTAMP WITH TIME ZONE"}
+
+
+def test_loading_the_same_files_twice_changes_nothing(con, tmp_path):
+    folder = tmp_path / "in"
+    write(folder, "node_conditions.csv", CONDITIONS_CSV)
+    write(folder, "nodes.csv", NODES_CSV)
+    first = {r.table: r.rows_new for r in ingest_files(con, folder)}
+    after_first = con.execute("SELECT * FROM node_conditions ORDER BY ts").fetchall()
+    second = {r.table: r.rows_new for r in ingest_files(con, folder)}
+    assert first == {"nodes": 1, "node_conditions": 6}
+    assert second == {"nodes": 0, "node_conditions": 0}
+    assert con.execute("SELECT * FROM node_conditions ORDER BY ts").fetchall() == after_first
+    assert row_counts(con)["nodes"] == 1
+
+
+def test_a_later_load_updates_a_mutable_record(con, tmp_path):
+    header = "job_id,num_gpus,state,start_ts,end_ts\n"
+    write(tmp_path / "a", "jobs.csv", header + "j1,8,running,2026-11-23T00:00:00Z,\n")
+    write(tmp_path / "b", "jobs.csv", header + "j1,8,succeeded,2026-11-23T00:00:00Z,2026-11-23T02:00:00Z\n")
+    ingest_files(con, tmp_path / "a")
+    ingest_files(con, tmp_path / "b")
+    assert con.execute("SELECT job_id, state FROM jobs").fetchall() == [("j1", "succeeded")]
+
+
+@pytest.mark.parametrize(
+    ("line", "column", "bad_value", "problem"),
+    [
+        (7, "ts", "2026-11-23T25:99:00Z", "not a valid TIMESTAMP WITH TIME ZONE"),
+        (3, "status", "Maybe", "not one of True, False, Unknown"),
+        (5, "node", "", "required but empty"),
+    ],
+)
+def test_a_bad_cell_names_file_line_and_column_and_loads_nothing(con, tmp_path, line, column, bad_value, problem):
+    good = tmp_path / "good"
+    write(good, "nodes.csv", NODES_CSV)
+    ingest_files(con, good)
+    before = row_counts(con)
+
+    lines = CONDITIONS_CSV.splitlines()
+    lines += ["2026-11-23T00:06:00Z,n1,Ready,True,KubeletReady,"] * 2
+    header = lines[0].split(",")
+    cells = lines[line - 1].split(",")
+    cells[header.index(column)] = bad_value
+    lines[line - 1] = ",".join(cells)
+    bad = tmp_path / "bad"
+    path = write(bad, "node_conditions.csv", "\n".join(lines) + "\n")
+    write(bad, "nodes.csv", NODES_CSV.replace("n1,c1", "n2,c1"))
+
+    with pytest.raises(InputError) as info:
+        ingest_files(con, bad)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"line {line}" in message
+    assert f"column `{column}`" in message
+    assert problem in message
+    assert (info.value.file, info.value.line, info.value.column) == (str(path), line, column)
+    assert row_counts(con) == before
+
+
+def test_an_unknown_column_lists_the_expected_ones(con, tmp_path):
+    folder = tmp_path / "in"
+    write(folder, "nodes.csv", "node,cluster,gpu_count,colour\nn1,c1,8,blue\n")
+    with pytest.raises(InputError, match="unknown column `colour`") as info:
+        ingest_files(con, folder)
+    assert "node, cluster, instance_type, gpu_model, gpu_count, nic_expected" in str(info.value)
+
+
+def test_a_failure_in_a_later_file_rolls_back_the_whole_batch(con, tmp_path):
+    folder = tmp_path / "in"
+    write(folder, "nodes.csv", NODES_CSV)
+    write(folder, "jobs.csv", "job_id,num_gpus,state\nj1,eight,succeeded\n")
+    with pytest.raises(InputError, match="line 2"):
+        ingest_files(con, folder)
+    assert sum(row_counts(con).values()) == 0
+
+
+def test_jsonl_and_parquet_load_with_row_numbers(con, tmp_path):
+    import polars as pl
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "maintenance.jsonl").write_text(
+        '{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z", "reason": "fw"}\n'
+        '{"node": "n1", "start_ts": "yesterday", "end_ts": "2026-11-24T04:00:00Z", "reason": "fw"}\n'
+    )
+    with pytest.raises(InputError, match=r"maintenance.jsonl, line 2, column `start_ts`"):
+        ingest_files(con, folder)
+    (folder / "maintenance.jsonl").unlink()
+    pl.DataFrame({"node": ["n1", "n2"], "cluster": ["c1", "c1"], "gpu_count": ["8", "eight"]}).write_parquet(
+        folder / "nodes.parquet"
+    )
+    with pytest.raises(InputError, match=r"nodes.parquet, row 2, column `gpu_count`"):
+        ingest_files(con, folder)
