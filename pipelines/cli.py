@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -36,7 +36,7 @@ out = Console()
 class Context:
     """What the global options resolve to, shared by every command."""
 
-    def __init__(self, db: Path, config: Optional[str]) -> None:
+    def __init__(self, db: Path, config: str | None) -> None:
         self.db = db
         self.config = config
 
@@ -48,10 +48,10 @@ class Context:
 def main_options(
     ctx: typer.Context,
     db: Annotated[
-        Optional[str], typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb).")
+        str | None, typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb).")
     ] = None,
     config: Annotated[
-        Optional[str], typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
+        str | None, typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
     ] = None,
 ) -> None:
     ctx.obj = Context(db_path(db), config)
@@ -104,7 +104,7 @@ def simulate(
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
     days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same fleet.")] = 1,
-    start: Annotated[Optional[str], typer.Option(help="First instant, UTC (default: 7 days before the last Monday).")] = None,
+    start: Annotated[str | None, typer.Option(help="First instant, UTC (default: 7 days before the last Monday).")] = None,
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
