@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.config import Settings
-from pipelines.sql import execute
+from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
@@ -72,6 +72,8 @@ def compute(
     fingerprint = settings_fingerprint(settings)
     if not force and _last_compute(con) == (version, fingerprint):
         return ComputeResult(True, version, {})
+    for statement in statements(load_sql("schema/derived")):
+        con.execute(statement)
     params = settings.sql_params()
     timings: dict[str, float] = {}
     started = time.perf_counter()
