@@ -57,9 +57,12 @@ class Fleet:
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
         items = []
         for table, records in self.rows.items():
+            if not records:
+                continue
             frame = pl.DataFrame(records, infer_schema_length=None).with_row_index(ROW_COLUMN, offset=1)
             items.append(TableInput(table, frame, f"{table} (test fleet)"))
-        load_batch(con, items, "test-fleet")
+        if items:
+            load_batch(con, items, "test-fleet")
 
     def node(self, node: str, cluster: str, gpu_count: int = 2) -> None:
         self.add("nodes", [{"node": node, "cluster": cluster, "instance_type": "p5.48xlarge",
