@@ -12,7 +12,7 @@
 --   software       failed with a non-zero exit code and no hardware signal
 --   unknown        anything else (e.g. failed without an exit code)
 -- NULL for succeeded and running attempts.
--- hardware_signal: the signals found, '; '-separated, in time order (also shown for attempts that
+-- hardware_signal: the signals found, '; '-separated and sorted (also shown for attempts that
 -- succeeded despite them); implicated_nodes: the nodes those signals came from.
 -- duration_s: attempt length in seconds (a running attempt counts up to the data horizon);
 -- gpu_s = num_gpus x duration_s (GPU-seconds).

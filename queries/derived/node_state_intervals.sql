@@ -33,23 +33,28 @@ horizon AS (
 gpu_ticks AS (
     SELECT node, gpu, ts FROM gpu_samples GROUP BY node, gpu, ts
 ),
-gpu_ticks_flagged AS (
+-- One window pass: a tick starts a fresh run when the previous tick is more than staleness
+-- before it, and ends one when the next is more than staleness after it (or there is none).
+gpu_run_edges AS (
     SELECT node, gpu, ts,
-        coalesce(epoch(ts) - epoch(lag(ts) OVER w) > $staleness_s, false) AS starts_run
+        coalesce(epoch(ts) - epoch(lag(ts) OVER w) > $staleness_s, true) AS is_start,
+        coalesce(epoch(lead(ts) OVER w) - epoch(ts) > $staleness_s, true) AS is_end
     FROM gpu_ticks
     WINDOW w AS (PARTITION BY node, gpu ORDER BY ts)
+    QUALIFY is_start OR is_end
 ),
--- Runs of fresh telemetry per GPU: consecutive samples no more than staleness apart.
+-- Runs of fresh telemetry per GPU; on the few edge rows, starts and ends alternate.
 gpu_fresh AS (
-    SELECT node, gpu, min(ts) AS start_ts, max(ts) + to_seconds($staleness_s) AS end_ts
+    SELECT node, gpu, start_ts, end_ts + to_seconds($staleness_s) AS end_ts
     FROM (
-        SELECT *, sum(starts_run::INTEGER) OVER (PARTITION BY node, gpu ORDER BY ts ROWS UNBOUNDED PRECEDING) AS run
-        FROM gpu_ticks_flagged
+        SELECT node, gpu, is_start, ts AS start_ts,
+            CASE WHEN is_end THEN ts ELSE lead(ts) OVER (PARTITION BY node, gpu ORDER BY ts) END AS end_ts
+        FROM gpu_run_edges
     )
-    GROUP BY node, gpu, run
+    WHERE is_start
 ),
 cond_samples AS (
-    SELECT node, condition, ts, status,
+    SELECT node, condition, ts,
         CASE
             WHEN status = 'Unknown' THEN 'unknown'
             WHEN (status = 'True') = (len(list_filter($good_when_true_suffixes, lambda s: ends_with(condition, s))) > 0)
@@ -59,41 +64,45 @@ cond_samples AS (
         CASE
             WHEN condition = 'Unschedulable' AND status = 'True' THEN 'cordoned'
             ELSE condition || '=' || status || coalesce(' (' || nullif(reason, '') || ')', '')
-        END AS why,
-        lag(ts) OVER w AS prev_ts,
-        lead(ts) OVER w AS next_ts
+        END AS why
     FROM node_conditions
     WHERE len($required_conditions) = 0 OR list_contains($required_conditions, condition)
-    WINDOW w AS (PARTITION BY node, condition ORDER BY ts)
 ),
-cond_flagged AS (
-    SELECT *,
-        coalesce(epoch(ts) - epoch(prev_ts) > $staleness_s, false) AS starts_fresh_run,
-        coalesce(epoch(ts) - epoch(prev_ts) > $staleness_s, true)
-            OR verdict IS DISTINCT FROM lag(verdict) OVER w
-            OR why IS DISTINCT FROM lag(why) OVER w AS starts_status_run,
+-- One window pass over the condition samples: where fresh runs and status runs start and end.
+cond_edges AS (
+    SELECT node, condition, ts, verdict, why,
+        coalesce(epoch(ts) - epoch(lag(ts) OVER w) > $staleness_s, true) AS starts_fresh,
+        coalesce(epoch(lead(ts) OVER w) - epoch(ts) > $staleness_s, true) AS ends_fresh,
         -- A sample holds until the next one replaces it or it goes stale, whichever is first.
-        least(ts + to_seconds($staleness_s), coalesce(next_ts, ts + to_seconds($staleness_s))) AS valid_until
+        least(ts + to_seconds($staleness_s), coalesce(lead(ts) OVER w, ts + to_seconds($staleness_s))) AS valid_until,
+        starts_fresh OR verdict IS DISTINCT FROM lag(verdict) OVER w OR why IS DISTINCT FROM lag(why) OVER w
+            AS starts_status,
+        ends_fresh OR verdict IS DISTINCT FROM lead(verdict) OVER w OR why IS DISTINCT FROM lead(why) OVER w
+            AS ends_status
     FROM cond_samples
     WINDOW w AS (PARTITION BY node, condition ORDER BY ts)
-),
-cond_numbered AS (
-    SELECT *,
-        sum(starts_fresh_run::INTEGER) OVER w AS fresh_run,
-        sum(starts_status_run::INTEGER) OVER w AS status_run
-    FROM cond_flagged
-    WINDOW w AS (PARTITION BY node, condition ORDER BY ts ROWS UNBOUNDED PRECEDING)
+    QUALIFY starts_status OR ends_status
 ),
 cond_fresh AS (
-    SELECT node, condition, min(ts) AS start_ts, max(valid_until) AS end_ts
-    FROM cond_numbered GROUP BY node, condition, fresh_run
+    SELECT node, condition, start_ts, end_ts
+    FROM (
+        SELECT node, condition, starts_fresh, ts AS start_ts,
+            CASE WHEN ends_fresh THEN valid_until
+                 ELSE lead(valid_until) OVER (PARTITION BY node, condition ORDER BY ts) END AS end_ts
+        FROM cond_edges
+        WHERE starts_fresh OR ends_fresh
+    )
+    WHERE starts_fresh
 ),
 cond_bad AS (
-    SELECT node, any_value(verdict) AS kind, any_value(why) AS reason,
-        min(ts) AS start_ts, max(valid_until) AS end_ts
-    FROM cond_numbered
-    WHERE verdict <> 'good'
-    GROUP BY node, condition, status_run
+    SELECT node, verdict AS kind, why AS reason, start_ts, end_ts
+    FROM (
+        SELECT node, verdict, why, starts_status, ts AS start_ts,
+            CASE WHEN ends_status THEN valid_until
+                 ELSE lead(valid_until) OVER (PARTITION BY node, condition ORDER BY ts) END AS end_ts
+        FROM cond_edges
+    )
+    WHERE starts_status AND verdict <> 'good'
 ),
 lifetimes AS (
     SELECT s.node, min(s.first_ts) AS start_ts, any_value(h.horizon_ts) AS end_ts,
