@@ -157,11 +157,13 @@ class Scheduler:
 
     def run(self) -> list[Attempt]:
         attempts: list[Attempt] = []
-        heap: list[tuple[float, int, int, int, int]] = [(j.submit_s, j.index, j.index, 0, 0) for j in self.jobs]
+        # Requests by priority (submit time, as a requeued job keeps its age), each not before its ready time.
+        heap: list[tuple[float, int, int, int, int, float]] = [
+            (j.submit_s, j.index, j.index, 0, 0, j.submit_s) for j in self.jobs]
         heapq.heapify(heap)
         seq = len(self.jobs)
         while heap:
-            ready, _, ji, a, resume = heapq.heappop(heap)
+            _, _, ji, a, resume, ready = heapq.heappop(heap)
             job = self.jobs[ji]
             if ready >= self.horizon:
                 continue
@@ -216,7 +218,7 @@ class Scheduler:
                     if kept.any():
                         next_resume = int(timeline.steps[kept][-1]) + 1
                 gap = float(self.rng.uniform(120, 300) if job.crash_loop else self.rng.uniform(300, 1200))
-                heapq.heappush(heap, (end + gap, seq, ji, a + 1, next_resume))
+                heapq.heappush(heap, (job.submit_s, seq, ji, a + 1, next_resume, end + gap))
                 seq += 1
         attempts.sort(key=lambda x: (x.job.index, x.attempt))
         return attempts
