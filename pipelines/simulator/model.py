@@ -395,11 +395,12 @@ def inject_preemption(ctx: FaultContext, fid: str) -> Fault | None:
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """`per_64_nodes` faults of `kind` per 64 nodes (at least one) for the default plan."""
+    """`per_64_nodes` faults of `kind` per 64 nodes (at least `minimum`) for the default plan."""
 
     kind: str
     per_64_nodes: float
     inject: Callable[[FaultContext, str], Fault | None]
+    minimum: int = 1
 
 
 DEFAULT_FAULT_PLAN: tuple[FaultSpec, ...] = (
@@ -407,7 +408,7 @@ DEFAULT_FAULT_PLAN: tuple[FaultSpec, ...] = (
     FaultSpec("ecc_dbe", 1, inject_ecc_dbe),
     FaultSpec("thermal_throttle", 2, inject_thermal_throttle),
     FaultSpec("nic_links_down", 1, inject_nic_links_down),
-    FaultSpec("telemetry_gap", 2, inject_telemetry_gap),
+    FaultSpec("telemetry_gap", 2, inject_telemetry_gap, minimum=2),  # one GPU, one whole node
     FaultSpec("condition_flap", 1, inject_condition_flap),
     FaultSpec("crash_loop", 1, inject_crash_loop),
     FaultSpec("preemption", 2, inject_preemption),
@@ -421,7 +422,7 @@ def plan_faults(cfg: SimulationConfig, fleet: Fleet, jobs: list[Job]) -> tuple[E
     faults: list[Fault] = []
     if cfg.faults == "default":
         for spec in DEFAULT_FAULT_PLAN:
-            count = max(1, round(spec.per_64_nodes * cfg.nodes / 64))
+            count = max(spec.minimum, round(spec.per_64_nodes * cfg.nodes / 64))
             for i in range(count):
                 fault = spec.inject(ctx, f"{spec.kind}-{i + 1}")
                 if fault is not None:

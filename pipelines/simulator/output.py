@@ -112,7 +112,8 @@ def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
     return pa.array(arr, type=TS, mask=mask if mask.any() else None)
 
 
-def _small_tables(sim: Simulation) -> dict[str, pa.Table]:
+def record_tables(sim: Simulation) -> dict[str, pa.Table]:
+    """The tables that are records, not scrapes: nodes, events, jobs, attempts, maintenance, ground truth."""
     cfg, fleet, eff = sim.cfg, sim.fleet, sim.effects
     out: dict[str, pa.Table] = {}
     out["nodes"] = pa.table({
@@ -221,20 +222,20 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
         saves = np.flatnonzero(tl.save_s[:k] > 0)
         rows_step = [int(tl.steps[i]) for i in saves]
         rows_kind = ["save"] * len(saves)
-        rows_start = [float(tl.end_s[i] - tl.save_s[i]) for i in saves]
         rows_dur = [float(tl.save_s[i]) for i in saves]
+        rows_start = [float(tl.end_s[i]) - d for i, d in zip(saves, rows_dur, strict=True)]
         if tl.restore is not None and a.restored_step is not None and tl.restore[0] < cut:
             rows_step.insert(0, a.restored_step)
             rows_kind.insert(0, "restore")
             rows_start.insert(0, tl.restore[0])
-            rows_dur.insert(0, round(tl.restore[1], 4))
+            rows_dur.insert(0, round(tl.restore[1], 6))
         ckpt = pa.table({
             "job_id": [a.job.job_id] * len(rows_step),
             "attempt": pa.array([a.attempt] * len(rows_step), pa.int32()),
             "step": pa.array(rows_step, pa.int32()),
             "kind": rows_kind,
             "start_ts": _ts_list(cfg, rows_start),
-            "duration_s": pa.array(np.round(rows_dur, 4), pa.float64()),
+            "duration_s": pa.array(rows_dur, pa.float64()),
         }, schema=SCHEMAS["checkpoints"])
         yield steps, ckpt
 
@@ -261,7 +262,7 @@ def _to_polars(tables: list[pa.Table], schema: pa.Schema) -> pl.DataFrame:
 def simulate(cfg: SimulationConfig) -> dict[str, pl.DataFrame]:
     """Every landing table and `ground_truth`, in memory (use for small fleets)."""
     sim = run(cfg)
-    out = {name: pl.from_arrow(t) for name, t in _small_tables(sim).items()}
+    out = {name: pl.from_arrow(t) for name, t in record_tables(sim).items()}
     for name in STREAMED:
         out[name] = _to_polars(list(_stream(sim, name)), SCHEMAS[name])
     steps, ckpts = [], []
@@ -289,7 +290,7 @@ def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int
     counts: dict[str, int] = {}
     tmp = Path(tempfile.mkdtemp(prefix=".simulate-", dir=out_dir))
     try:
-        for name, t in _small_tables(sim).items():
+        for name, t in record_tables(sim).items():
             pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
             counts[name] = t.num_rows
         for name in STREAMED:

@@ -75,27 +75,33 @@ def step_timeline(cfg: SimulationConfig, effects: Effects, job: Job, attempt: in
         restore = (start + 30.0, float(rng.uniform(30, 90)))
         init += restore[1]
     warmup = float(rng.uniform(60, 240))  # compilation / warm-up in the first step
-    nominal = start + init + warmup + np.arange(k) * job.base_s * 1.1
-    factor = np.ones((k, n_ranks))
-    coll_factor = np.ones(k)
-    for node, gpu, t0, t1 in effects.throttles:
-        if node in nodes:
-            r = nodes.index(node) * GPUS_PER_NODE + gpu
-            factor[(nominal >= t0) & (nominal < t1), r] *= 1.12
-    for node, t0, t1, _down in effects.nic_down:
-        if node in nodes:
-            i = nodes.index(node)
-            inside = (nominal >= t0) & (nominal < t1)
-            factor[inside, i * GPUS_PER_NODE:(i + 1) * GPUS_PER_NODE] *= 1.07
-            coll_factor[inside] *= 1.3
-    compute = job.base_s * factor * (1 + 0.012 * rng.standard_normal((k, n_ranks)))
-    if k:
-        compute[0] += warmup
-    collective = job.base_s * 0.08 * (1 + 0.1 * np.abs(rng.standard_normal(k))) * coll_factor
-    save = np.where((steps + 1) % job.save_every == 0, job.save_s, 0.0)
-    step_s = compute.max(axis=1) + collective + save
-    end = start + init + np.cumsum(step_s)
-    return Timeline(steps, end, step_s, compute, save, restore, float(rng.uniform(20, 60)))
+    noise = 1 + 0.012 * rng.standard_normal((k, n_ranks))
+    coll_noise = 0.08 * (1 + 0.1 * np.abs(rng.standard_normal(k)))
+    save = np.where((steps + 1) % job.save_every == 0, np.round(job.save_s, 6), 0.0)
+    tail = float(rng.uniform(20, 60))
+    # A fault slows the steps that start inside its window; step starts depend on the
+    # slowdowns, so refine from a nominal timeline (fixed point, 3 rounds are plenty).
+    step_start = start + init + np.arange(k) * job.base_s * 1.1
+    for _ in range(3):
+        factor = np.ones((k, n_ranks))
+        coll_factor = np.ones(k)
+        for node, gpu, t0, t1 in effects.throttles:
+            if node in nodes:
+                r = nodes.index(node) * GPUS_PER_NODE + gpu
+                factor[(step_start >= t0) & (step_start < t1), r] *= 1.12
+        for node, t0, t1, _down in effects.nic_down:
+            if node in nodes:
+                i = nodes.index(node)
+                inside = (step_start >= t0) & (step_start < t1)
+                factor[inside, i * GPUS_PER_NODE:(i + 1) * GPUS_PER_NODE] *= 1.07
+                coll_factor[inside] *= 1.3
+        compute = job.base_s * factor * noise
+        if k:
+            compute[0] += warmup
+        step_s = compute.max(axis=1) + job.base_s * coll_noise * coll_factor + save
+        end = start + init + np.cumsum(step_s)
+        step_start = end - step_s
+    return Timeline(steps, end, step_s, compute, save, restore, tail)
 
 
 class Scheduler:
