@@ -33,7 +33,14 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    return []
+    return [
+        Step("xid_catalogue"),
+        Step("node_state_intervals"),
+        Step("node_availability_daily"),
+        Step("fleet_availability_daily"),
+        Step("attempt_outcomes"),
+        Step("job_outcomes"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,8 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    if not force and _last_compute(con) == (version, fingerprint):
+    last = _last_compute(con)  # also creates compute_log on a fresh database
+    if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
