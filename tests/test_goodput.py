@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-
 from pipelines.config import Settings
 from pipelines.store import open_store
 from tests.goodput_fleet import at, attempt, checkpoint, compute_with_node_states, job, load, steps
@@ -116,7 +115,7 @@ def test_job_goodput_breakdown(computed, job_id, wall, productive, init, ckpt, w
         # recompute: 150 / 400; 2 x (200 + 150); 2 x 150.
         ("recompute", 150 / 400, 150 / 400, 700, 300, Decimal(0)),
         # straggler: 300 / 400; 4 x 400; 4 x 300; 30 steps x (9.6 - 8.0) = 48 s of drag.
-        ("straggler", 0.75, 0.75, 1600, 1200, Decimal("48")),
+        ("straggler", 0.75, 0.75, 1600, 1200, Decimal(48)),
     ],
 )
 def test_job_goodput_ratios(computed, job_id, goodput, ettr, allocated_gpu_s, productive_gpu_s, drag_s):
