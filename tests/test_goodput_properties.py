@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from itertools import pairwise
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -119,7 +120,7 @@ def test_goodput_invariants(tables):
     assert set(segments) == {j for j, (s, e) in spans.items() if e > s}
     for job_id, parts in segments.items():
         assert parts[0][0] == spans[job_id][0] and parts[-1][1] == spans[job_id][1]
-        assert all(a[1] == b[0] for a, b in zip(parts, parts[1:], strict=False))
+        assert all(a[1] == b[0] for a, b in pairwise(parts))
 
     # the ranks' drag adds up to the job's straggler drag
     mismatched = con.execute(
