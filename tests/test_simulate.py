@@ -451,6 +451,29 @@ def test_nic_links_below_expected_during_the_fault_only(fleet):
         outside = node.filter(~pl.col("ts").is_between(f["start_ts"], f["end_ts"], closed="left"))
         assert inside.height > 0 and (inside["value"] < expected[f["node"]]).all()
         assert (outside["value"] == expected[f["node"]]).all()
+    # The node's ranks in a multi-node job run slower while its links are down.
+    checked = 0
+    for f in faults_of(fleet, "nic_links_down"):
+        if f["job_id"] is None:
+            continue
+        steps = fleet["rank_steps"].filter(
+            (pl.col("job_id") == f["job_id"])
+            & pl.col("end_ts").is_between(f["start_ts"], f["end_ts"])
+        )
+        if steps.height == 0:
+            continue
+        ratio = (
+            steps.with_columns(
+                r=pl.col("compute_s") / pl.col("compute_s").median().over("attempt", "step")
+            )
+            .group_by(on_node=pl.col("node") == f["node"])
+            .agg(pl.col("r").median())
+        )
+        ratios = dict(zip(ratio["on_node"], ratio["r"], strict=True))
+        # 7 % slower compute on the node's 8 ranks than on the other nodes' ranks.
+        assert 1.05 < ratios[True] / ratios[False] < 1.09
+        checked += 1
+    assert checked, "a multi-node job ran on the node while its links were down"
     other = links.filter(
         ~pl.col("node").is_in([f["node"] for f in faults_of(fleet, "nic_links_down")])
     )
