@@ -429,6 +429,31 @@ def _writer(path: Path, table: str) -> pq.ParquetWriter:
     return pq.ParquetWriter(path, SCHEMAS[table], compression="zstd", compression_level=3)
 
 
+def _write_stream(path: Path, table: str, chunks: Iterator[pa.Table]) -> int:
+    """Write dictionary-encoded chunks as they come; returns the row count.
+
+    Without the Arrow schema in the file, readers see the string columns as plain
+    strings (VARCHAR), which is what the landing schema says; the dictionaries make
+    the write several times faster than materialising the strings first.
+    """
+    rows = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for chunk in chunks:
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    path, chunk.schema, compression="zstd", compression_level=3, store_schema=False
+                )
+            writer.write_table(chunk, row_group_size=1_000_000)
+            rows += chunk.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pq.write_table(SCHEMAS[table].empty_table(), path, compression="zstd")
+    return rows
+
+
 def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int]:
     """Write `<table>.parquet` for every landing table plus `ground_truth.parquet`; returns row counts.
 
@@ -445,21 +470,28 @@ def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int
             pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
             counts[name] = t.num_rows
         for name in STREAMED:
-            with _writer(tmp / f"{name}.parquet", name) as w:
-                counts[name] = 0
-                for t in _stream(sim, name):
-                    w.write_table(t.cast(SCHEMAS[name]), row_group_size=1_000_000)
-                    counts[name] += t.num_rows
+            counts[name] = _write_stream(tmp / f"{name}.parquet", name, _stream(sim, name))
         counts["rank_steps"] = counts["checkpoints"] = 0
         with (
             _writer(tmp / "rank_steps.parquet", "rank_steps") as ws,
             _writer(tmp / "checkpoints.parquet", "checkpoints") as wc,
         ):
+            pending_steps: list[pa.Table] = []
+            pending_ckpts: list[pa.Table] = []
+            pending_rows = 0
             for s, c in _step_chunks(sim):
-                ws.write_table(s)
-                wc.write_table(c)
+                pending_steps.append(s)
+                pending_ckpts.append(c)
+                pending_rows += s.num_rows
                 counts["rank_steps"] += s.num_rows
                 counts["checkpoints"] += c.num_rows
+                if pending_rows >= 1_000_000:
+                    ws.write_table(pa.concat_tables(pending_steps), row_group_size=1_000_000)
+                    wc.write_table(pa.concat_tables(pending_ckpts))
+                    pending_steps, pending_ckpts, pending_rows = [], [], 0
+            if pending_steps:
+                ws.write_table(pa.concat_tables(pending_steps), row_group_size=1_000_000)
+                wc.write_table(pa.concat_tables(pending_ckpts))
         for name in OUTPUT_TABLES:
             os.replace(tmp / f"{name}.parquet", out_dir / f"{name}.parquet")
     finally:
