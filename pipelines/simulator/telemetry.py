@@ -79,7 +79,7 @@ class State:
     node_present: np.ndarray  # (T, N) bool: the node's NIC exporter has a sample
     xid: np.ndarray  # (T, G) int16: last XID
     throttled: np.ndarray  # (T, G) bool
-    sbe_rate: np.ndarray  # (T, G) float32 extra SBE errors per minute (sparse in practice)
+    sbe_rise: list[tuple[int, int, np.ndarray]]  # (gpu, first minute, extra SBE errors per minute)
     dbe: list[tuple[int, int]]  # (minute, gpu)
     resets: list[tuple[int, int]]  # (minute, node): counters restart from 0
     links: np.ndarray  # (T, N) int16
@@ -121,12 +121,13 @@ def build_state(
     throttled = np.zeros((T, G), dtype=bool)
     for node, gpu, t0, t1 in effects.throttles:
         throttled[minute_range(t0, t1, T), node * GPUS_PER_NODE + gpu] = True
-    sbe = np.zeros((T, G), dtype=np.float32)
+    sbe: list[tuple[int, int, np.ndarray]] = []
     for node, gpu, t0, t1 in effects.sbe_rise:
         sl = minute_range(t0, t1, T)
         n = sl.stop - sl.start
         # Rising from ~0.05 to ~15 errors a minute before the double-bit error.
-        sbe[sl, node * GPUS_PER_NODE + gpu] = 0.05 * np.exp(np.log(300) * np.arange(n) / max(1, n))
+        rate = 0.05 * np.exp(np.log(300) * np.arange(n) / max(1, n))
+        sbe.append((node * GPUS_PER_NODE + gpu, sl.start, rate))
     dbe = [
         (int(t // SCRAPE_S), node * GPUS_PER_NODE + gpu)
         for node, gpu, t in effects.dbe
@@ -271,7 +272,11 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
         inc = np.empty((len(COUNTERS), M, G))
         inc[0] = rng.poisson(0.0005, (M, G))
         inc[1] = np.rint(busy * u / 100.0 * 60 * 150_000 * (1 + 0.05 * n3))
-        inc[2] = rng.poisson(0.00002 + st.sbe_rate[m0:m1])
+        inc[2] = rng.poisson(0.00002, (M, G))
+        for g, first, rate in st.sbe_rise:
+            lo, hi = max(m0, first), min(m1, first + len(rate))
+            if lo < hi:
+                inc[2, lo - m0 : hi - m0, g] += rng.poisson(rate[lo - first : hi - first])
         inc[3] = 0.0
         for minute, g in st.dbe:
             if m0 <= minute < m1:
