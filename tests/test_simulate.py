@@ -593,3 +593,23 @@ def test_any_fleet_keeps_its_invariants(nodes, seed, faults):
     assert util.min() >= 0 and util.max() <= 1
     if faults == "none":
         assert out["ground_truth"].height == 0
+
+
+def test_nothing_runs_on_a_node_while_it_reboots(fleet):
+    rebooting = fleet["node_conditions"].filter(
+        (pl.col("condition") == "Ready") & (pl.col("status") == "Unknown")
+    )
+    assert rebooting.height > 0, "repairs and maintenance reboot nodes"
+    running = (
+        fleet["job_attempts"]
+        .explode("nodes")
+        .join(rebooting, left_on="nodes", right_on="node")
+        .filter(
+            (pl.col("start_ts") <= pl.col("ts"))
+            & (pl.col("end_ts").is_null() | (pl.col("end_ts") > pl.col("ts")))
+        )
+    )
+    assert running.height == 0
+    # ... and the scrapes agree: a rebooting node reports no GPU samples.
+    silent = fleet["gpu_samples"].join(rebooting.select("ts", "node"), on=["ts", "node"])
+    assert silent.height == 0

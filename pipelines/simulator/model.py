@@ -378,6 +378,8 @@ def _repair(
     e.cordons.append((node, t + 2 * SCRAPE_S, end, msg))
     e.ahr_bad.append((node, t, end, xid, gpu))
     e.reboots.append((node, end - 10 * 60, end))
+    # Whatever still runs on the node when it reboots is drained with it.
+    e.kills.append((end - 10 * 60, node, None, "drain"))
     return end
 
 

@@ -242,6 +242,9 @@ class Scheduler:
                             f"NODE_FAIL: {self.fleet.names[node]} lost GPU {self._xid_gpu(t, node)} (XID 79)",
                         )
                     )
+                elif kind == "drain":
+                    reason = f"NODE_FAIL: {self.fleet.names[node]} drained for a reboot"
+                    endings.append((t, "node_fail", None, reason))
                 else:
                     endings.append(
                         (t, "failed", 1, "CUDA error: uncorrectable ECC error encountered")
