@@ -190,26 +190,35 @@ def _attribute_faults(
             continue
         if f.node is None or f.job_id is not None:
             continue
+        best: tuple[tuple[float, ...], Attempt] | None = None
         for a in attempts:
+            if f.node not in a.nodes:
+                continue
             if a.job.kind != "multi" and f.kind in ("thermal_throttle", "nic_links_down"):
                 continue
             end = cfg.horizon_s if a.end_s is None else a.end_s
-            at = f.end_s if f.kind == "ecc_dbe" else f.start_s
-            overlap = (
-                (a.start_s <= at <= end)
-                if f.kind in ("xid79_fell_off_bus", "ecc_dbe")
-                else (a.start_s < f.end_s and end > f.start_s)
-            )
-            gpu_ok = (
-                f.gpu is None
-                or f.kind == "xid79_fell_off_bus"
-                or f.node * GPUS_PER_NODE + f.gpu in a.gpus
-            )
-            if overlap and f.node in a.nodes and gpu_ok:
-                f.job_id = a.job.job_id
-                if a.job.kind == "multi" and f.gpu is not None:
-                    f.rank = a.nodes.index(f.node) * GPUS_PER_NODE + f.gpu
-                break
+            on_gpu = f.gpu is not None and f.node * GPUS_PER_NODE + f.gpu in a.gpus
+            if f.kind in ("xid79_fell_off_bus", "ecc_dbe"):
+                # The attempt the fault ended, preferring the one on the faulty GPU.
+                strike = f.end_s if f.kind == "ecc_dbe" else f.start_s
+                if a.end_s != strike or (f.kind == "ecc_dbe" and not on_gpu):
+                    continue
+                score: tuple[float, ...] = (float(on_gpu), float(a.job.num_gpus))
+            else:
+                # The attempt that overlapped the fault the longest.
+                if f.gpu is not None and not on_gpu:
+                    continue
+                overlap = min(end, f.end_s) - max(a.start_s, f.start_s)
+                if overlap <= 0:
+                    continue
+                score = (overlap,)
+            if best is None or score > best[0]:
+                best = (score, a)
+        if best is not None:
+            a = best[1]
+            f.job_id = a.job.job_id
+            if a.job.kind == "multi" and f.gpu is not None:
+                f.rank = a.nodes.index(f.node) * GPUS_PER_NODE + f.gpu
 
 
 def _us(cfg: SimulationConfig, seconds) -> np.ndarray:
