@@ -36,6 +36,7 @@ def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
         Step("goodput_attempts"),
+        Step("goodput_checkpoints"),
         Step("goodput_steps"),
         Step("goodput_segments"),
         Step("job_goodput"),

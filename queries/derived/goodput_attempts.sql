@@ -2,6 +2,8 @@
 -- Times are integer microseconds since the epoch (`_us`) so that sums of durations are exact.
 --   start_us / end_us   the attempt's span [start, end). A missing end is the next attempt's start,
 --                       else the job's end, else the data horizon (the newest timestamp in the store).
+--                       Attempts never overlap: an attempt that would run past the next one's start
+--                       (bad data) ends there.
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
 --                       running attempt of a running job (provisional, as a live goodput reading).
@@ -51,9 +53,14 @@ spans AS (
     JOIN jobs j USING (job_id)
 ),
 ended AS (
+    -- Attempts never overlap: where they would (bad data), the earlier one ends when the later starts.
     SELECT
         s.*,
-        greatest(s.start_us, coalesce(s.given_end_us, h.horizon_us)) AS end_us,
+        greatest(s.start_us, least(
+            coalesce(s.given_end_us, h.horizon_us),
+            coalesce(lead(s.start_us) OVER (PARTITION BY s.job_id ORDER BY s.start_us, s.attempt),
+                     coalesce(s.given_end_us, h.horizon_us))
+        )) AS end_us,
         h.horizon_us
     FROM spans s, horizon h
 ),
