@@ -35,12 +35,18 @@ class Step:
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
+        Step("xid_catalogue"),
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
+        Step("node_state_intervals"),
+        Step("node_availability_daily"),
+        Step("fleet_availability_daily"),
+        Step("attempt_outcomes"),
+        Step("job_outcomes"),
         Step("goodput_stack"),
     ]
 
