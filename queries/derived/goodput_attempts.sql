@@ -6,7 +6,8 @@
 --                       (bad data) ends there.
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
---                       running attempt of a running job (provisional, as a live goodput reading).
+--                       still open (no end_ts) last attempt of a running job (provisional, as a live
+--                       goodput reading). A running job whose last attempt ended waits for a requeue.
 --   last_saved_step     newest checkpoint save of this attempt that finished before it ended.
 --   last_save_end_us    when that save finished (the kept part of an attempt without step timings).
 --   job_first_start_us / job_end_us  the job's goodput wall: first attempt start .. job end
@@ -47,6 +48,7 @@ spans AS (
             j.end_ts
         )) AS given_end_us,
         r.attempt = max(r.attempt) OVER (PARTITION BY r.job_id) AS is_last,
+        r.end_ts IS NULL AS is_open,
         epoch_us(j.end_ts) AS job_given_end_us,
         epoch_us(coalesce(j.submit_ts, j.start_ts, r.start_ts)) AS submit_us
     FROM raw r
@@ -86,7 +88,7 @@ SELECT
     e.end_us,
     e.is_last,
     e.job_state = 'running' AS is_running,
-    e.is_last AND e.job_state IN ('succeeded', 'running') AS keeps_all,
+    e.is_last AND (e.job_state = 'succeeded' OR (e.job_state = 'running' AND e.is_open)) AS keeps_all,
     s.last_saved_step,
     s.last_save_end_us,
     EXISTS (SELECT 1 FROM rank_steps r WHERE r.job_id = e.job_id AND r.attempt = e.attempt) AS has_steps,

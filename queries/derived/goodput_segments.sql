@@ -4,7 +4,8 @@
 --   init        attempt start to its first step start, plus program startup of the first kept step
 --   checkpoint  blocking checkpoint save or restore, wherever it falls inside an attempt
 --   wasted      steps whose progress was lost (after the last checkpoint, or recomputed later)
---   recovery    from the end of an attempt to the start of the next (GPUs released: gpus = 0)
+--   recovery    from the end of an attempt to the start of the next, or to the data horizon for a
+--               running job waiting for a requeue (GPUs released: gpus = 0)
 --   other       the rest: stalls, the tail after the last step, the job's end after its last attempt
 -- Each instant takes the first matching label: checkpoint > program startup > step (kept: productive,
 -- lost: wasted) > before the first step (init) / kept part of an attempt without step timings
@@ -57,8 +58,10 @@ WITH labels AS (
     )
     WHERE next_start_us > end_us
     UNION ALL
-    -- 6b. the job's end after its last attempt ended (GPUs released)
-    SELECT job_id, arg_max(attempt, end_us), 0, 6, 'other', max(end_us), any_value(job_end_us)
+    -- 6b. the job's end after its last attempt ended (GPUs released); a running job is waiting
+    --     for its next attempt: recovery
+    SELECT job_id, arg_max(attempt, end_us), 0, 6,
+           CASE WHEN bool_or(is_running) THEN 'recovery' ELSE 'other' END, max(end_us), any_value(job_end_us)
     FROM goodput_attempts
     GROUP BY job_id
     HAVING any_value(job_end_us) > max(end_us)
