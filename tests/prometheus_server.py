@@ -69,7 +69,7 @@ def prometheus_server(storage: Path) -> Iterator[Server]:
     config = storage.parent / f"{storage.name}.yml"
     config.write_text("global:\n  scrape_interval: 30s\nscrape_configs: []\n")
     port = free_port()
-    log = open(storage.parent / f"{storage.name}.log", "w")
+    log = open(storage.parent / f"{storage.name}.log", "w")  # noqa: SIM115 (closed in finally)
     process = subprocess.Popen(
         [
             PROMETHEUS,

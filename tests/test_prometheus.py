@@ -12,6 +12,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import polars as pl
@@ -202,7 +203,7 @@ def test_hostname_label_of_newer_exporters_and_downsampling(con, tmp_path, fleet
         assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
         # Push-down: one point per 10 min per series, the server's max for counters.
         report = ingest_prometheus(con, srv.url, T0, END, settings, downsample_s=600)
-    downsampled = [q for q in report.queries if q.key == "gpu:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"][0]
+    downsampled = next(q for q in report.queries if q.key == "gpu:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
     # 16 series x 12 steps in [00:00, 02:00); the gap GPU has a value in every step too.
     assert downsampled.samples == 16 * 12
     assert downsampled.series == 16 * 2  # two 1-h chunks
@@ -253,10 +254,10 @@ class _Flaky(BaseHTTPRequestHandler):
     vector for anything else); records the auth headers it saw."""
 
     failures = 0
-    seen: list[str | None] = []
+    seen: ClassVar[list[str | None]] = []
     status = 503
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         type(self).seen.append(self.headers.get("Authorization"))
         length = int(self.headers.get("Content-Length") or 0)
         form = parse_qs(self.rfile.read(length).decode()) | parse_qs(urlsplit(self.path).query)

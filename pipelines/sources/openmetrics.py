@@ -22,6 +22,7 @@ which most DCGM counter names do not; Prometheus stores both the same way.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -51,7 +52,7 @@ def _seconds(ts: datetime) -> str:
 
 
 def _value(v: float) -> str:
-    return repr(float(v)) if v == v else "NaN"
+    return "NaN" if math.isnan(v) else repr(float(v))
 
 
 def _models(nodes: pl.DataFrame | None) -> dict[str, str]:

@@ -22,6 +22,7 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import time
@@ -607,8 +608,8 @@ class _Ingest:
                     event = v > (prev or 0.0) and xid.isdigit()
                     code = int(xid) if xid.isdigit() else None
                 else:
-                    event = v != 0 and v != prev and v == v
-                    code = int(v) if v == v else None
+                    event = v != 0 and v != prev and not math.isnan(v)
+                    code = None if math.isnan(v) else int(v)
                 if event:
                     cols["ts"].append(t)
                     cols["node"].append(node)
