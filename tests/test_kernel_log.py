@@ -21,8 +21,8 @@ MAP = {"0000:3b:00": (2, "GPU-aaaa"), "0000:af:00": (7, "GPU-bbbb")}
         ("[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.",
          AT, 2, 79, "GPU has fallen off the bus."),
         # dmesg -T, pid/name unknown and quoted
-        ("[Mon Nov 23 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid='<unknown>', name=<unknown>, "
-         "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0.",
+        (("[Mon Nov 23 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 48, pid='<unknown>', name=<unknown>, "
+         "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0."),
          AT, 2, 48, "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0."),
         # dmesg --time-format iso, no pid at all
         ("2026-11-23T10:00:00,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 13, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Misaligned Address",
@@ -56,7 +56,7 @@ def test_xid_line_formats(line, ts, gpu, code, message):
     ],
 )
 def test_malformed_xid_lines_are_counted_skips(line, why):
-    text = "\n".join(["[ 1.0] Linux version 6.8.0", line, "[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."])
+    text = f"[ 1.0] Linux version 6.8.0\n{line}\n[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
     result = parse_kernel_log(text, "n1", boot_time=BOOT, pci_map=MAP)
     assert result.events.height == 1
     assert result.skipped_count == 1 and result.skipped[0][0] == 2 and why in result.skipped[0][1]
@@ -70,12 +70,7 @@ def test_relative_dmesg_without_boot_time_is_an_error():
 
 
 def test_other_lines_are_ignored_and_repeats_land_once():
-    text = "\n".join([
-        "[ 1.000000] Linux version 6.8.0-1015-aws",
-        "[ 3600.000000] NVRM: GPU at PCI:0000:3b:00: GPU-aaaa",
-        "[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=a, GPU has fallen off the bus.",
-        "[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=a, GPU has fallen off the bus.",
-    ])
+    text = "[ 1.000000] Linux version 6.8.0-1015-aws\n[ 3600.000000] NVRM: GPU at PCI:0000:3b:00: GPU-aaaa\n[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=a, GPU has fallen off the bus.\n[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=a, GPU has fallen off the bus."
     result = parse_kernel_log(text, "n1", boot_time=BOOT, pci_map=MAP)
     assert result.xid_lines == 2 and result.events.height == 1
 

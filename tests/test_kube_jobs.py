@@ -117,7 +117,7 @@ def test_other_kinds_are_counted_not_loaded(con, tmp_path):
     path = tmp_path / "jobs.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [PYTORCH_JOB, pod,
                                 batch_job("ok", [cond("Complete")], completion="2026-11-23T02:00:00Z")]}))
-    results, skipped = ingest_kube_jobs(con, path)
+    _results, skipped = ingest_kube_jobs(con, path)
     assert skipped == 1
     assert row_counts(con, ("jobs", "job_attempts")) == {"jobs": 2, "job_attempts": 3}
     ingest_kube_jobs(con, path)  # idempotent

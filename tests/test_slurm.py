@@ -21,25 +21,24 @@ HEADER = "JobID|JobName|User|Account|Partition|Submit|Start|End|State|ExitCode|A
 
 # Real sacct shapes: a job, its batch/extern/numbered steps, a requeued job shown with
 # --duplicates (two rows with the same JobID), a cancelled-by-uid job, an OOM step.
-SACCT = "\n".join(
-    [
-        HEADER,
-        "1001|pretrain-7b|alice|llm|gpu|2026-11-23T00:00:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|None|0",
-        "1001.batch|batch|||gpu|2026-11-23T00:05:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|cpu=64,gres/gpu=8,mem=500G,node=1|gpu-01|||",
-        "1001.extern|extern|||gpu|2026-11-23T00:05:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|||",
-        "1001.0|torchrun|||gpu|2026-11-23T00:05:01|2026-11-23T00:05:01|2026-11-23T04:05:00|COMPLETED|0:0|cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|||",
-        "1002|finetune|bob|vision|gpu|2026-11-23T01:00:00|2026-11-23T01:00:10|2026-11-23T02:00:00|REQUEUED|0:0|cpu=64,gres/gpu:h100=8,node=1|gpu-03|None|1",
-        "1002|finetune|bob|vision|gpu|2026-11-23T01:00:00|2026-11-23T02:10:00|2026-11-23T03:00:00|NODE_FAIL|0:0|cpu=64,gres/gpu:h100=8,node=1|gpu-07|None|1",
-        "1003|sweep|carol|llm|gpu|2026-11-23T02:00:00|2026-11-23T02:01:00|2026-11-23T02:30:00|CANCELLED by 1234|0:15|cpu=8,gres/gpu=1,node=1|gpu-04|None|0",
-        "1004|oomer|dave|llm|gpu|2026-11-23T03:00:00|2026-11-23T03:00:30|2026-11-23T03:10:00|FAILED|1:0|cpu=8,gres/gpu=2,node=1|gpu-05|None|0",
-        "1004.batch|batch|||gpu|2026-11-23T03:00:30|2026-11-23T03:00:30|2026-11-23T03:10:00|OUT_OF_MEMORY|0:125|cpu=8,gres/gpu=2,node=1|gpu-05|||",
-        "1005|queued|erin|llm|gpu|2026-11-23T04:00:00|Unknown|Unknown|PENDING|0:0||None assigned|Resources|0",
-        "1006|long|frank|llm|gpu|2026-11-23T04:00:00|2026-11-23T04:01:00|Unknown|RUNNING|0:0|cpu=64,gres/gpu=8,node=1|gpu-06|None|0",
-        "1007|slow|gina|llm|gpu|2026-11-23T04:00:00|2026-11-23T04:01:00|2026-11-23T08:01:00|TIMEOUT|0:0|cpu=64,gres/gpu=8,node=1|gpu-08|None|0",
-        "1008|never|hank|llm|gpu|2026-11-23T05:00:00|None|2026-11-23T05:10:00|CANCELLED by 0|0:0||None assigned|None|0",
-        "1009|boot|ivan|llm|gpu|2026-11-23T05:00:00|2026-11-23T05:01:00|2026-11-23T05:02:00|BOOT_FAIL|0:0|gres/gpu=8|gpu-09|None|0",
-    ]
-)
+SACCT_LINES = [
+    HEADER,
+    "1001|pretrain-7b|alice|llm|gpu|2026-11-23T00:00:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|None|0",
+    "1001.batch|batch|||gpu|2026-11-23T00:05:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|cpu=64,gres/gpu=8,mem=500G,node=1|gpu-01|||",
+    "1001.extern|extern|||gpu|2026-11-23T00:05:00|2026-11-23T00:05:00|2026-11-23T04:05:00|COMPLETED|0:0|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|||",
+    "1001.0|torchrun|||gpu|2026-11-23T00:05:01|2026-11-23T00:05:01|2026-11-23T04:05:00|COMPLETED|0:0|cpu=128,gres/gpu=16,mem=1000G,node=2|gpu-[01-02]|||",
+    "1002|finetune|bob|vision|gpu|2026-11-23T01:00:00|2026-11-23T01:00:10|2026-11-23T02:00:00|REQUEUED|0:0|cpu=64,gres/gpu:h100=8,node=1|gpu-03|None|1",
+    "1002|finetune|bob|vision|gpu|2026-11-23T01:00:00|2026-11-23T02:10:00|2026-11-23T03:00:00|NODE_FAIL|0:0|cpu=64,gres/gpu:h100=8,node=1|gpu-07|None|1",
+    "1003|sweep|carol|llm|gpu|2026-11-23T02:00:00|2026-11-23T02:01:00|2026-11-23T02:30:00|CANCELLED by 1234|0:15|cpu=8,gres/gpu=1,node=1|gpu-04|None|0",
+    "1004|oomer|dave|llm|gpu|2026-11-23T03:00:00|2026-11-23T03:00:30|2026-11-23T03:10:00|FAILED|1:0|cpu=8,gres/gpu=2,node=1|gpu-05|None|0",
+    "1004.batch|batch|||gpu|2026-11-23T03:00:30|2026-11-23T03:00:30|2026-11-23T03:10:00|OUT_OF_MEMORY|0:125|cpu=8,gres/gpu=2,node=1|gpu-05|||",
+    "1005|queued|erin|llm|gpu|2026-11-23T04:00:00|Unknown|Unknown|PENDING|0:0||None assigned|Resources|0",
+    "1006|long|frank|llm|gpu|2026-11-23T04:00:00|2026-11-23T04:01:00|Unknown|RUNNING|0:0|cpu=64,gres/gpu=8,node=1|gpu-06|None|0",
+    "1007|slow|gina|llm|gpu|2026-11-23T04:00:00|2026-11-23T04:01:00|2026-11-23T08:01:00|TIMEOUT|0:0|cpu=64,gres/gpu=8,node=1|gpu-08|None|0",
+    "1008|never|hank|llm|gpu|2026-11-23T05:00:00|None|2026-11-23T05:10:00|CANCELLED by 0|0:0||None assigned|None|0",
+    "1009|boot|ivan|llm|gpu|2026-11-23T05:00:00|2026-11-23T05:01:00|2026-11-23T05:02:00|BOOT_FAIL|0:0|gres/gpu=8|gpu-09|None|0",
+]
+SACCT = "\n".join(SACCT_LINES)
 
 
 @pytest.fixture

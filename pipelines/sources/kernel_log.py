@@ -68,7 +68,7 @@ class KernelLogResult:
 def _iso(text: str) -> datetime:
     text = text.replace(",", ".")
     text = re.sub(r"([+-]\d{2})(\d{2})$", r"\1:\2", text)
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    parsed = datetime.fromisoformat(text)
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 

@@ -36,7 +36,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 def _ts(text: str | None) -> datetime | None:
     if not text:
         return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    return datetime.fromisoformat(text).astimezone(UTC)
 
 
 def _pod_gpus(template: dict[str, Any]) -> int:
