@@ -411,3 +411,44 @@ def test_redact_url_drops_credentials():
 def test_unknown_prometheus_setting_is_named():
     with pytest.raises(ConfigError, match="prometheus.chunk_seconds"):
         PrometheusSettings.from_extra({"prometheus": {"chunk_seconds": 60}})
+
+
+# ------------------------------------------------- the command line
+
+
+def _cli(db: Path, *args: str, env: dict | None = None):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(db), *args],
+        capture_output=True, text=True, timeout=120, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), "GPUFLEET_CONFIG": "", **(env or {})},
+    )
+
+
+@pytest.mark.integration
+def test_cli_ingest_prometheus(tmp_path, server, fleet):
+    db = tmp_path / "cli.duckdb"
+    config = tmp_path / "gpufleet.toml"
+    config.write_text('[prometheus]\nchunk_s = 3600\ngpu_metrics = ["DCGM_FI_DEV_GPU_UTIL"]\n')
+    done = _cli(db, "--config", str(config), "ingest", "prometheus", "--url", server.url,
+                "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T02:00:00Z",
+                env={"GPUFLEET_PROM_TOKEN": "tok-123"})
+    assert done.returncode == 0, done.stderr
+    util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
+    assert f"{util:,}" in done.stdout and "samples/s" in done.stdout
+    assert "tok-123" not in done.stdout + done.stderr
+
+
+def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
+    from tests.prometheus_server import free_port
+
+    config = tmp_path / "gpufleet.toml"
+    config.write_text("[prometheus]\nretries = 0\n")
+    done = _cli(tmp_path / "x.duckdb", "--config", str(config), "ingest", "prometheus",
+                "--url", f"http://127.0.0.1:{free_port()}", "--start", "-1h")
+    assert done.returncode == 2
+    assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
