@@ -452,3 +452,53 @@ def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
                 "--url", f"http://127.0.0.1:{free_port()}", "--start", "-1h")
     assert done.returncode == 2
     assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------- the simulator through a real Prometheus
+
+PROMETHEUS_TABLES = ("gpu_samples", "node_samples", "node_conditions", "gpu_events", "nodes")
+# Columns kube-state-metrics does not carry (condition reasons) or that name the source.
+NOT_CARRIED = {"reason", "message", "source", "evidence"}
+
+
+def _table_rows(con, table: str) -> set[tuple]:
+    columns = [r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position",
+        {"t": table}).fetchall() if r[0] not in NOT_CARRIED]
+    select = ", ".join(f'"{c}"' for c in columns)
+    return set(con.execute(f'SELECT {select} FROM "{table}"').fetchall())
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    from pipelines.compute import compute
+    from pipelines.config import Settings
+    from pipelines.simulate import SimulationConfig, simulate
+    from pipelines.store import TableInput, load_batch, open_store
+
+    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3))
+    storage = tmp_path / "sim"
+    backfill(frames, storage)
+    direct = open_store(tmp_path / "direct.duckdb")
+    via_prom = open_store(tmp_path / "prom.duckdb")
+    landing = [t for t in frames if t != "ground_truth"]
+    load_batch(direct, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in landing], "simulator")
+    # What Prometheus does not carry (jobs, steps, checkpoints, maintenance) comes from files.
+    others = [t for t in landing if t not in PROMETHEUS_TABLES]
+    load_batch(via_prom, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in others], "simulator")
+    start = frames["gpu_samples"]["ts"].min()
+    end = max(frames[t]["ts"].max() for t in ("gpu_samples", "node_samples", "node_conditions")) + timedelta(seconds=1)
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(via_prom, srv.url, start, end, PrometheusSettings(scrape_interval_s=60))
+    for table in PROMETHEUS_TABLES:
+        assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+    # Every derived table (metrics, anomalies) computed from either database is the same.
+    landing_and_bookkeeping = set(landing) | {"load_log", "ingest_watermarks", "gpu_devices", "compute_log"}
+    compute(direct, Settings())
+    compute(via_prom, Settings())
+    derived = [r[0] for r in direct.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
+               if r[0] not in landing_and_bookkeeping]
+    for table in derived:
+        assert _table_rows(via_prom, table) == _table_rows(direct, table), table

@@ -60,7 +60,10 @@ DEFAULT_GPU_METRICS: tuple[str, ...] = (
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
     "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
     # Off in the default counters file; enable them (docs/sources.md):
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
@@ -90,8 +93,10 @@ _COUNTER_HINTS = ("_TOTAL", "VIOLATION", "COUNTER", "REMAPPED_ROWS", "_total")
 class PrometheusSettings:
     """The `[prometheus]` section of `gpufleet.toml`: which series land where, and how to fetch."""
 
-    chunk_s: int = 3600
-    """Length of one range fetch, seconds (capped so no series exceeds 11,000 points)."""
+    chunk_s: int = 21600
+    """Length of one range fetch, seconds (capped so no series exceeds 11,000 points). Longer
+    chunks mean fewer requests (faster) but bigger responses: 6 h of a 512-GPU fleet scraped
+    every 30 s is ~370k samples per response."""
     scrape_interval_s: float = 30.0
     """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
     timeout_s: float = 60.0
@@ -257,12 +262,15 @@ class PrometheusClient:
             method="POST",
         )
         self.requests_made = 0
+        self.history: list[tuple[str, int]] = []
+        """(PromQL, evaluation time in ms) of every query sent, for benchmarks and audits."""
 
     def close(self) -> None:
         self._client.close()
 
     def query(self, promql: str, at_ms: int) -> list[dict[str, Any]]:
         """One instant query at `at_ms`; the `result` list. Retries 5xx and network failures."""
+        self.history.append((promql, at_ms))
         delay = self.settings.backoff_s
         for attempt in range(self.settings.retries + 1):
             last = attempt == self.settings.retries
@@ -436,6 +444,8 @@ class IngestReport:
     samples_fetched: int = 0
     requests_made: int = 0
     seconds: float = 0.0
+    history: list[tuple[str, int]] = field(default_factory=list)
+    """(PromQL, evaluation time in ms) of every query sent."""
 
 
 @dataclass(frozen=True)
@@ -897,6 +907,7 @@ def ingest_prometheus(
 
         report.loads = load_batch(con, items, source=source, in_transaction=bookkeeping)
         report.requests_made = client.requests_made
+        report.history = client.history
         report.seconds = time.perf_counter() - began
         return report
     finally:
