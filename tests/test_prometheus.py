@@ -424,7 +424,7 @@ def _cli(db: Path, *args: str, env: dict | None = None):
     root = Path(__file__).resolve().parent.parent
     return subprocess.run(
         [sys.executable, "-m", "pipelines", "--db", str(db), *args],
-        capture_output=True, text=True, timeout=120, cwd=root,
+        capture_output=True, text=True, timeout=120, cwd=root, check=False,
         env={**os.environ, "PYTHONPATH": str(root), "GPUFLEET_CONFIG": "", **(env or {})},
     )
 
