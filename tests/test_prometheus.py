@@ -161,7 +161,9 @@ def test_ingest_reproduces_the_landing_samples(con, server, fleet):
         ("0000:48:00",)
     }
     # Default metrics the small fleet does not have are reported, not silently ignored.
-    assert any("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" in w for w in report.warnings)
+    empty = [w for w in report.warnings if "enable them in dcgm-exporter's counters file" in w]
+    assert len(empty) == 1 and "`DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL`" in empty[0]
+    assert "`DCGM_FI_DEV_GPU_UTIL`" not in empty[0]
     # 4 chunks of 30 min per query; each sample fetched exactly once.
     assert all(q.end == END for q in report.queries)
     assert report.samples_fetched >= counts["gpu_samples"]

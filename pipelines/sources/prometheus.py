@@ -844,6 +844,7 @@ def ingest_prometheus(
     run = _Ingest(con, client, settings, downsample_s, progress, after_chunk)
     start_ms, end_ms = _ms(start), _ms(end)
     new_marks: dict[str, datetime] = {}
+    empty_gpu_metrics: list[str] = []
     try:
         for q in _queries(settings):
             mark = marks.get(q.key)
@@ -854,8 +855,15 @@ def ingest_prometheus(
             run.report.queries.append(qr)
             run.fetch(q, q_start, end_ms, qr)
             new_marks[q.key] = end
-            if qr.samples == 0 and q.kind in ("gpu", "node", "condition"):
+            if qr.samples == 0 and q.kind == "gpu":
+                empty_gpu_metrics.append(q.selector.split("{")[0])
+            elif qr.samples == 0 and q.kind in ("node", "condition"):
                 run.report.warnings.append(_empty_warning(q))
+        if empty_gpu_metrics:
+            run.report.warnings.append(
+                f"No series in the window for {', '.join(f'`{m}`' for m in empty_gpu_metrics)}: if the GPUs "
+                "have these fields, enable them in dcgm-exporter's counters file (docs/sources.md)."
+            )
         nodes, devices = run.inventory(end_ms, end_ms - start_ms)
         report = run.report
         if report.queries and report.samples_fetched == 0 and nodes is None:
@@ -917,11 +925,6 @@ def ingest_prometheus(
 
 def _empty_warning(q: _Query) -> str:
     name = q.name or q.selector
-    if q.kind == "gpu":
-        return (
-            f"No `{name}` series in the window: if the GPUs have it, enable the field in "
-            "dcgm-exporter's counters file (docs/sources.md)."
-        )
     if q.kind == "node":
         return f"No samples for node metric `{name}` (`{q.selector}`): set `prometheus.node_metrics.{name}`."
     return f"No `{name}` series in the window: is kube-state-metrics scraped?"
