@@ -504,3 +504,30 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
                if r[0] not in landing_and_bookkeeping]
     for table in derived:
         assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+
+
+@pytest.mark.integration
+def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    import subprocess
+
+    from tests.prometheus_server import PROMTOOL
+
+    t0 = T0.timestamp()
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    for job in ("dcgm-a", "dcgm-b"):
+        for i in range(3):  # 3 scrapes, 30 s apart
+            lines.append(
+                f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-1",Hostname="n1",job="{job}"}} {10 + i} {t0 + 30 * i:.3f}'
+            )
+    lines.append("# EOF")
+    text = tmp_path / "dup.om.txt"
+    text.write_text("\n".join(lines) + "\n")
+    storage = tmp_path / "dup"
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+                   check=True, capture_output=True, timeout=120)
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5),
+                          PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"]))
+    # Two series x 3 samples, listed twice in the settings: still 3 rows.
+    assert con.execute("SELECT value FROM gpu_samples ORDER BY ts").fetchall() == [(10.0,), (11.0,), (12.0,)]

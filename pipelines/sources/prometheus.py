@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
+import numpy as np
 import polars as pl
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -355,21 +356,57 @@ def normalise_pci_bus_id(text: str) -> str | None:
     return f"{domain:04x}:{int(match.group(2), 16):02x}:{int(match.group(3), 16):02x}"
 
 
-def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Iterable[tuple[dict[str, str], list[int], list[float]]]:
-    """(labels, ts_ms, values) of each series, samples kept only in `[a_ms, b_ms)`."""
+@dataclass
+class Chunk:
+    """One query's answer for one chunk, columnar: series `i` owns `counts[i]` consecutive samples."""
+
+    labels: list[dict[str, str]]
+    counts: np.ndarray  # int64, one per series, all > 0
+    ts: np.ndarray  # int64 ms
+    values: np.ndarray  # float64
+
+    @property
+    def samples(self) -> int:
+        return int(self.ts.size)
+
+    def series_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.labels)), self.counts)
+
+    def series(self) -> Iterable[tuple[dict[str, str], list[int], list[float]]]:
+        """(labels, ts_ms, values) per series, for consumers that walk samples in order."""
+        bounds = np.concatenate(([0], np.cumsum(self.counts)))
+        for i, labels in enumerate(self.labels):
+            lo, hi = bounds[i], bounds[i + 1]
+            yield labels, self.ts[lo:hi].tolist(), self.values[lo:hi].tolist()
+
+
+def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Chunk:
+    """The series of a range-selector answer, samples kept only in `[a_ms, b_ms)`."""
+    labels: list[dict[str, str]] = []
+    counts: list[int] = []
+    flat_ts: list[float] = []
+    flat_v: list[str] = []
     for series in result:
         values = series.get("values")
         if not values:
             continue
         raw_ts, raw_v = zip(*values, strict=True)
-        ts = [round(t * 1000) for t in raw_ts]
-        vs = [float(v) for v in raw_v]
-        if ts[0] < a_ms or ts[-1] >= b_ms:
-            keep = [i for i, t in enumerate(ts) if a_ms <= t < b_ms]
-            ts = [ts[i] for i in keep]
-            vs = [vs[i] for i in keep]
-        if ts:
-            yield series["metric"], ts, vs
+        flat_ts.extend(raw_ts)
+        flat_v.extend(raw_v)
+        counts.append(len(raw_ts))
+        labels.append(series["metric"])
+    ts = np.rint(np.asarray(flat_ts, dtype=np.float64) * 1000).astype(np.int64)
+    vals = np.asarray(flat_v, dtype=np.float64)  # parses "NaN", "+Inf" as Prometheus writes them
+    count_arr = np.asarray(counts, dtype=np.int64)
+    keep = (ts >= a_ms) & (ts < b_ms)
+    if not keep.all():
+        ids = np.repeat(np.arange(len(labels)), count_arr)[keep]
+        count_arr = np.bincount(ids, minlength=len(labels)).astype(np.int64)
+        ts, vals = ts[keep], vals[keep]
+        nonempty = count_arr > 0
+        labels = [lab for lab, ok in zip(labels, nonempty, strict=True) if ok]
+        count_arr = count_arr[nonempty]
+    return Chunk(labels, count_arr, ts, vals)
 
 
 # ---------------------------------------------------------------- staging
@@ -383,43 +420,94 @@ _STAGE_COLUMNS = {
 }
 
 
+# Tables whose chunks are deduplicated as they land (one query per metric, chunks disjoint
+# in time), so the staged rows are already unique by natural key.
+_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "node_samples"})
+
+
 class Stage:
-    """Temporary tables that collect fetched chunks until the one load transaction."""
+    """Collects fetched chunks until the one load transaction.
+
+    Frames are buffered in memory and spilled to temporary tables every
+    `SPILL_ROWS` rows, so a long backfill does not have to fit in memory.
+    """
+
+    SPILL_ROWS = 2_000_000
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self.rows: dict[str, int] = defaultdict(int)
-        for table, columns in _STAGE_COLUMNS.items():
-            con.execute(f"CREATE OR REPLACE TEMP TABLE __stage_{table} ({columns}, {ROW_COLUMN} BIGINT)")
+        self.buffer: dict[str, list[pl.DataFrame]] = defaultdict(list)
+        self.buffered: dict[str, int] = defaultdict(int)
+        self.spilled: set[str] = set()
+        self.views: list[str] = []
+        self.finals: list[str] = []
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
         if frame.is_empty():
             return
         frame = frame.with_row_index(ROW_COLUMN, offset=self.rows[table] + 1)
+        self.buffer[table].append(frame)
+        self.buffered[table] += frame.height
+        self.rows[table] += frame.height
+        if self.buffered[table] >= self.SPILL_ROWS:
+            self._spill(table)
+
+    def _frame(self, table: str) -> pl.DataFrame:
+        frame = pl.concat(self.buffer[table], how="diagonal_relaxed")
+        self.buffer[table], self.buffered[table] = [], 0
+        return frame
+
+    def _spill(self, table: str) -> None:
+        if not self.buffer[table]:
+            return
+        frame = self._frame(table)
+        if table not in self.spilled:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __stage_{table} ({_STAGE_COLUMNS[table]}, {ROW_COLUMN} BIGINT)"
+            )
+            self.spilled.add(table)
         self.con.register("__chunk", frame)
         try:
             columns = ", ".join(quote_ident(c) for c in frame.columns)
             self.con.execute(f"INSERT INTO __stage_{table} ({columns}) SELECT {columns} FROM __chunk")
         finally:
             self.con.unregister("__chunk")
-        self.rows[table] += frame.height
 
     def inputs(self, origin: str) -> list[TableInput]:
         items = []
         for table in _STAGE_COLUMNS:
             if not self.rows[table]:
                 continue
+            if table in self.spilled:
+                self._spill(table)
+                source = f"__stage_{table}"
+            else:
+                source = f"__staged_{table}"
+                self.con.register(source, self._frame(table))
+                self.views.append(source)
+            if table in _UNIQUE_PER_CHUNK:
+                items.append(TableInput(table, self.con.sql(f"SELECT * FROM {source}"), origin, position="row"))
+                continue
             keys = ", ".join(quote_ident(k) for k in NATURAL_KEYS[table])
-            # The same sample seen twice (two scrape jobs, overlapping selectors) lands once.
-            relation = self.con.sql(
-                f"SELECT * FROM __stage_{table} QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY {ROW_COLUMN}) = 1"
+            # The same event or condition seen by two queries lands once.
+            # Materialised once: the loader scans its input twice (validate, merge).
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __final_{table} AS SELECT * FROM {source} "
+                f"QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY {ROW_COLUMN}) = 1"
             )
+            self.finals.append(f"__final_{table}")
+            relation = self.con.sql(f"SELECT * FROM __final_{table}")
             items.append(TableInput(table, relation, origin, position="row"))
         return items
 
     def drop(self) -> None:
-        for table in _STAGE_COLUMNS:
+        for view in self.views:
+            self.con.unregister(view)
+        for table in self.spilled:
             self.con.execute(f"DROP TABLE IF EXISTS __stage_{table}")
+        for final in self.finals:
+            self.con.execute(f"DROP TABLE IF EXISTS {final}")
 
 
 # ---------------------------------------------------------------- the ingest
@@ -460,7 +548,7 @@ class _Query:
 
 def _queries(s: PrometheusSettings) -> list[_Query]:
     m = f"{{{s.matchers}}}" if s.matchers else ""
-    out = [_Query(f"gpu:{name}", f"{name}{m}", "gpu") for name in s.gpu_metrics]
+    out = [_Query(f"gpu:{name}", f"{name}{m}", "gpu") for name in dict.fromkeys(s.gpu_metrics)]
     if s.xid_count_metric:
         out.append(_Query("xid:count", f"{s.xid_count_metric}{m}", "xid_count"))
     if s.xid_last_metric:
@@ -538,12 +626,12 @@ class _Ingest:
         for a, b in chunks(start_ms, end_ms, self.chunk_ms()):
             self.progress(f"{q.key} {_dt(a):%Y-%m-%d %H:%M}")
             result = self.client.query(self.promql(q, a, b), b - 1)
-            series = list(_matrix(result, a, b))
-            qr.series += len(series)
-            n = sum(len(ts) for _, ts, _ in series)
-            qr.samples += n
-            self.report.samples_fetched += n
-            self.land(q, series, previous)
+            chunk = _matrix(result, a, b)
+            del result
+            qr.series += len(chunk.labels)
+            qr.samples += chunk.samples
+            self.report.samples_fetched += chunk.samples
+            self.land(q, chunk, previous)
             self.chunks_done += 1
             if self.after_chunk is not None:
                 self.after_chunk(self.chunks_done)
@@ -575,12 +663,14 @@ class _Ingest:
             return None
         return (*ident, labels.get("xid", ""))
 
-    def land(self, q: _Query, series: list[tuple[dict[str, str], list[int], list[float]]], previous: dict) -> None:
-        if not series:
+    def land(self, q: _Query, chunk: Chunk, previous: dict) -> None:
+        if not chunk.labels:
             return
         if q.kind == "gpu":
-            self.land_gpu(series)
-        elif q.kind in ("xid_count", "xid_last"):
+            self.land_gpu(chunk)
+            return
+        series = list(chunk.series())
+        if q.kind in ("xid_count", "xid_last"):
             self.land_xid(q, series, previous)
         elif q.kind == "condition":
             self.land_conditions(series)
@@ -589,21 +679,31 @@ class _Ingest:
         else:
             self.land_node_metric(q, series)
 
-    def land_gpu(self, series: list) -> None:
-        cols: dict[str, list] = {"ts": [], "node": [], "gpu": [], "uuid": [], "metric": [], "value": []}
-        for labels, ts, vs in series:
-            ident = self.gpu_identity(labels)
-            if ident is None:
-                continue
-            node, gpu, uuid = ident
-            n = len(ts)
-            cols["ts"].extend(ts)
-            cols["value"].extend(vs)
-            cols["node"].extend([node] * n)
-            cols["gpu"].extend([gpu] * n)
-            cols["uuid"].extend([uuid] * n)
-            cols["metric"].extend([labels.get("__name__", "")] * n)
-        self.stage.add("gpu_samples", _frame(cols))
+    def land_gpu(self, chunk: Chunk) -> None:
+        idents = [self.gpu_identity(labels) for labels in chunk.labels]
+        named = np.array([i is not None for i in idents], dtype=bool)
+        ids = chunk.series_ids()
+        keep = named[ids]
+        ids = ids[keep]
+        per_series = pl.DataFrame(
+            {
+                "node": [i[0] if i else None for i in idents],
+                "gpu": [i[1] if i else None for i in idents],
+                "uuid": [i[2] if i else None for i in idents],
+                "metric": [labels.get("__name__", "") for labels in chunk.labels],
+            },
+            schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
+        )
+        frame = pl.DataFrame(
+            {"ts": chunk.ts[keep], "value": chunk.values[keep]}
+        ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
+        gathered = per_series[ids]  # one row per sample, in sample order
+        frame = pl.concat([frame, gathered], how="horizontal").select("ts", "node", "gpu", "uuid", "metric", "value")
+        keys = [(i[0], i[1], lab.get("__name__")) for i, lab in zip(idents, chunk.labels, strict=True) if i]
+        if len(set(keys)) < len(keys):
+            # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
+            frame = frame.unique(subset=["ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
+        self.stage.add("gpu_samples", frame)
 
     def land_xid(self, q: _Query, series: list, previous: dict) -> None:
         cols: dict[str, list] = {k: [] for k in ("ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
