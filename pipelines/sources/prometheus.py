@@ -101,6 +101,8 @@ class PrometheusSettings:
     scrape_interval_s: float = 30.0
     """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
     timeout_s: float = 60.0
+    compress: bool = True
+    """Ask for gzip responses: less network, more CPU on both ends. Off for a server on the same host or LAN."""
     retries: int = 4
     """Retries of a request that timed out, could not connect or got HTTP 5xx."""
     backoff_s: float = 1.0
@@ -241,10 +243,10 @@ class PrometheusClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         env = dict(os.environ if env is None else env)
-        headers = None
+        headers = {} if settings.compress else {"Accept-Encoding": "identity"}
         auth = None
         if env.get("GPUFLEET_PROM_TOKEN"):
-            headers = {"Authorization": f"Bearer {env['GPUFLEET_PROM_TOKEN']}"}
+            headers["Authorization"] = f"Bearer {env['GPUFLEET_PROM_TOKEN']}"
         elif env.get("GPUFLEET_PROM_USER"):
             auth = (env["GPUFLEET_PROM_USER"], env.get("GPUFLEET_PROM_PASSWORD", ""))
         if not urlsplit(url).scheme or not urlsplit(url).netloc:
@@ -255,7 +257,7 @@ class PrometheusClient:
         # Retries are ours (below), so the library must not retry on its own.
         self._client = PrometheusConnect(
             url=url.rstrip("/"),
-            headers=headers,
+            headers=headers or None,
             auth=auth,
             disable_ssl=insecure,
             retry=Retry(total=0, status_forcelist=[], raise_on_status=False),
