@@ -541,3 +541,15 @@ def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
                           PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"]))
     # Two series x 3 samples, listed twice in the settings: still 3 rows.
     assert con.execute("SELECT value FROM gpu_samples ORDER BY ts").fetchall() == [(10.0,), (11.0,), (12.0,)]
+
+
+def test_the_window_stops_settle_s_before_now(con, flaky):
+    url, _handler = flaky
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="",
+                                  xid_last_metric="", condition_metric="", unschedulable_metric="", settle_s=120)
+    now = datetime.now(UTC)
+    report = ingest_prometheus(con, url, now - timedelta(hours=1), now + timedelta(hours=1), settings)
+    # The end moved back to (about) now - 120 s: the run started after `now`, so allow its length.
+    assert now - timedelta(seconds=120) <= report.queries[0].end <= datetime.now(UTC) - timedelta(seconds=120)
+    with pytest.raises(ConfigError, match="nothing is settled"):
+        ingest_prometheus(con, url, now - timedelta(seconds=60), now, settings)

@@ -101,6 +101,9 @@ class PrometheusSettings:
     scrape_interval_s: float = 30.0
     """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
     timeout_s: float = 60.0
+    settle_s: int = 120
+    """Never read closer than this to now: samples still in flight (a scrape being appended,
+    remote-write lag in Mimir or Thanos receive) would otherwise fall behind the watermark."""
     compress: bool = True
     """Ask for gzip responses: less network, more CPU on both ends. Off for a server on the same host or LAN."""
     retries: int = 4
@@ -936,6 +939,14 @@ def ingest_prometheus(
         )
     if downsample_s is not None and downsample_s <= 0:
         raise ConfigError("--downsample must be a positive number of seconds.")
+    settled = datetime.now(UTC) - timedelta(seconds=settings.settle_s)
+    if end > settled:
+        end = settled
+        if end <= start:
+            raise ConfigError(
+                f"The window ends within `prometheus.settle_s` ({settings.settle_s} s) of now: nothing is settled yet.",
+                "Pass an earlier --start, or wait.",
+            )
     began = time.perf_counter()
     client = PrometheusClient(url, settings, insecure=insecure, env=env)
     source = f"prometheus:{client.shown_url}" + (f":downsample={downsample_s}s" if downsample_s else "")
