@@ -42,7 +42,7 @@ from urllib3.util.retry import Retry
 
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
-from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch, quote_ident
+from pipelines.store import ROW_COLUMN, LoadResult, TableInput, ensure_schema, load_batch, quote_ident
 
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses a query whose result has more points than this per series."""
@@ -651,14 +651,15 @@ class _Ingest:
                 seeded[key] = float(series["value"][1])
         return seeded
 
-    def gpu_identity(self, labels: dict[str, str]) -> tuple[str, int, str | None] | None:
+    def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
+        """(node, GPU index, UUID) of a dcgm-exporter series; None (counted) for MIG or unnamed series."""
         if labels.get("GPU_I_ID"):
-            self.mig_series += 1
+            self.mig_series += count
             return None
         node = node_of(labels, self.s.node_labels)
         gpu = labels.get("gpu")
         if node is None or gpu is None or not gpu.isdigit():
-            self.unnamed_series += 1
+            self.unnamed_series += count
             return None
         return node, int(gpu), labels.get("UUID") or labels.get("uuid")
 
@@ -838,7 +839,7 @@ class _Ingest:
             query = f"group by ({by}) (last_over_time({probe}[{lookback}]))"
             for series in self.client.query(query, at):
                 labels = series["metric"]
-                ident = self.gpu_identity(labels)
+                ident = self.gpu_identity(labels, count=False)
                 if ident is None:
                     continue
                 node, gpu, uuid = ident
@@ -950,8 +951,6 @@ def ingest_prometheus(
     began = time.perf_counter()
     client = PrometheusClient(url, settings, insecure=insecure, env=env)
     source = f"prometheus:{client.shown_url}" + (f":downsample={downsample_s}s" if downsample_s else "")
-    from pipelines.store import ensure_schema
-
     ensure_schema(con)
     marks = {} if full else read_watermarks(con, source)
     run = _Ingest(con, client, settings, downsample_s, progress, after_chunk)
