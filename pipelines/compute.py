@@ -33,7 +33,10 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    return []
+    return [
+        # Reads every metric table above: keep it last.
+        Step("weekly_summary"),
+    ]
 
 
 @dataclass(frozen=True)
