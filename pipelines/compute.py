@@ -34,7 +34,8 @@ class Step:
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
-        # Reads every metric table above: keep it last.
+        # These read every metric table above: keep them last.
+        Step("attempt_clusters"),
         Step("weekly_summary"),
     ]
 

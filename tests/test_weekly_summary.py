@@ -13,10 +13,15 @@ from pipelines.sql import execute
 from tests.report_fixture import build_report_fixture
 
 
+def compute_summary(con) -> None:
+    for step in ("attempt_clusters", "weekly_summary"):
+        execute(con, f"derived/{step}", Settings().sql_params())
+
+
 @pytest.fixture
 def summary(con):
     build_report_fixture(con)
-    execute(con, "derived/weekly_summary", Settings().sql_params())
+    compute_summary(con)
     frame = con.sql("SELECT * FROM weekly_summary").pl()
     return {(r["week"], r["cluster"]): r for r in frame.iter_rows(named=True)}
 
@@ -124,7 +129,7 @@ def test_one_row_per_week_and_cluster_plus_all_clusters(summary):
 
 def test_contract_columns_come_first(con):
     build_report_fixture(con)
-    execute(con, "derived/weekly_summary", Settings().sql_params())
+    compute_summary(con)
     columns = con.sql("SELECT * FROM weekly_summary LIMIT 0").columns
     assert columns[:16] == [
         "week", "cluster", "node_availability", "job_success_rate", "job_success_rate_gpu_h",
@@ -137,7 +142,7 @@ def test_contract_columns_come_first(con):
 def test_a_week_without_jobs_has_null_rates_not_perfect_ones(con):
     build_report_fixture(con)
     con.execute("DELETE FROM job_outcomes WHERE end_ts >= '2026-11-23'")
-    execute(con, "derived/weekly_summary", Settings().sql_params())
+    compute_summary(con)
     rows = con.sql(
         "SELECT job_success_rate, ettr FROM weekly_summary WHERE week = '2026-W48' AND cluster = 'c1'"
     ).fetchall()
@@ -176,7 +181,7 @@ def test_all_clusters_row_sums_the_clusters(con, outcomes):
             "INSERT INTO attempt_outcomes VALUES (?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, NULL, NULL, [], ?)",
             [f"h{i}", end, end, state, gpus],
         )
-    execute(con, "derived/weekly_summary", Settings().sql_params())
+    compute_summary(con)
     rows = con.sql("SELECT * FROM weekly_summary").pl().iter_rows(named=True)
     by_week: dict[str, dict[str, dict]] = {}
     for row in rows:

@@ -20,32 +20,19 @@
 --   interruptions_per_1k_gpu_days  attempts that ended in the week as failed, node_fail, timeout,
 --                                oom or preempted, per 1,000 GPU-days allocated (goodput_stack).
 --   *_failures                   attempts that ended in the week with that failure class.
--- Clusters: a node's cluster from `nodes`; a job's or attempt's cluster is the cluster most of
--- its attempt's nodes belong to (ties: the first by name). Jobs that ran on no known node count
--- only in the '*' row. Extra columns after the contract give the numerators and denominators.
+-- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
+-- cluster most of its nodes belong to). Jobs that ran on no known node count only in the '*' row.
+-- Extra columns after the contract's give the numerators and denominators, and week_start (DATE).
 CREATE OR REPLACE TABLE weekly_summary AS
 WITH
 node_cluster AS (
     SELECT node, cluster FROM nodes
 ),
-attempt_node_cluster AS (
-    SELECT a.job_id, a.attempt, nc.cluster, count(*) AS nodes_in_cluster
-    FROM job_attempts a
-    CROSS JOIN unnest(a.nodes) AS u(node)
-    JOIN node_cluster nc ON nc.node = u.node
-    GROUP BY ALL
-),
 attempt_cluster AS (
-    SELECT job_id, attempt,
-           first(cluster ORDER BY nodes_in_cluster DESC, cluster) AS cluster
-    FROM attempt_node_cluster
-    GROUP BY ALL
+    SELECT job_id, attempt, cluster FROM attempt_clusters
 ),
 job_cluster AS (
-    SELECT job_id, first(cluster ORDER BY nodes_in_cluster DESC, cluster) AS cluster
-    FROM (SELECT job_id, cluster, sum(nodes_in_cluster) AS nodes_in_cluster
-          FROM attempt_node_cluster GROUP BY ALL)
-    GROUP BY ALL
+    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
 ),
 availability AS (
     SELECT strftime(day, '%G-W%V') AS week,
