@@ -66,7 +66,9 @@ def query_pl(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> pl.DataFrame:
     """Run `queries/<name>.sql` and return a polars DataFrame."""
-    return execute(con, name, params).pl()
+    sql = load_sql(name)
+    # A relation, not `execute()`: DuckDB 2 results of `execute()` have no `.pl()`.
+    return con.sql(sql, params=bind(sql, params)).pl()
 
 
 def statements(script: str) -> list[str]:
