@@ -171,6 +171,42 @@ def demo(
         _serve(db, port, headless=True)
 
 
+# ---- weekly review: report and export ------------------------------------------------------
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48 (UTC).")],
+    fmt: Annotated[str, typer.Option("--format", help="md, json or html.")] = "md",
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="File to write (default: stdout; html: report-<week>.html)."),
+    ] = None,
+    cluster: Annotated[str, typer.Option(help="A cluster, or * for all clusters.")] = "*",
+    top: Annotated[int, typer.Option(help="How many worst nodes to list.")] = 10,
+) -> None:
+    """The weekly reliability report: summary with week-over-week deltas, goodput stack,
+    failures by class and cause, and the nodes that lost the most GPU-hours."""
+    from pipelines.report import FORMATS, build_report, open_read_only, render, write_atomically
+    from pipelines.weeks import parse_week
+
+    if fmt not in FORMATS:
+        raise GpufleetError(f"Unknown report format `{fmt}`.", f"Use one of: {', '.join(FORMATS)}.")
+    iso_week = parse_week(week)
+    con = open_read_only(ctx.obj.db)
+    try:
+        text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+    finally:
+        con.close()
+    if out_file is None and fmt == "html":
+        out_file = Path(f"report-{iso_week.label}.html")
+    if out_file is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    write_atomically(out_file, text)
+    console.print(f"Wrote {out_file}")
+
+
 def main() -> None:
     try:
         app()
