@@ -207,6 +207,34 @@ def report(
     console.print(f"Wrote {out_file}")
 
 
+@app.command()
+def export(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48 (UTC).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder of the Hive-partitioned export.")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    tables: Annotated[
+        str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
+    ] = None,
+) -> None:
+    """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
+    from pipelines.export import export_week
+    from pipelines.report import open_read_only
+    from pipelines.weeks import parse_week
+
+    iso_week = parse_week(week)
+    names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    con = open_read_only(ctx.obj.db)
+    try:
+        with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
+            results = export_week(con, iso_week, out_dir, fmt, names)
+    finally:
+        con.close()
+    for r in results:
+        out.print(f"{r.table:<26} {r.rows:>10,} rows  {r.partitions:>4} partitions")
+    out.print(f"Exported {iso_week.label} to {out_dir} ({fmt}).")
+
+
 def main() -> None:
     try:
         app()
