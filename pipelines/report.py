@@ -186,15 +186,15 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
     ]
     return [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
-         "Ratios are summed numerators over summed denominators; n/a: nothing to measure "
-         "(MTBF n/a: no failure this week)."),
+         ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
+          "(MTBF n/a: no failure this week).")),
         ("Goodput stack (GPU-hours)", ["Level", "GPU-hours", "Share of capacity"], stack,
-         "capacity = unavailable + unknown + idle + allocated; "
-         "allocated = init + checkpoint + wasted + other + productive."),
+         ("capacity = unavailable + unknown + idle + allocated; "
+          "allocated = init + checkpoint + wasted + other + productive.")),
         ("Failures by class and cause",
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"], failures,
-         "Failed attempts that ended this week; cause is the XID seen on the attempt's nodes "
-         "around its end, else its final state."),
+         ("Failed attempts that ended this week; cause is the XID seen on the attempt's nodes "
+          "around its end, else its final state.")),
         (f"Top {len(nodes)} nodes by lost GPU-hours",
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,

@@ -30,10 +30,16 @@ Jobs (gpu_hours = GPUs x attempt lengths):
 
 from __future__ import annotations
 
+import functools
+import shutil
+import tempfile
+from pathlib import Path
+
 import duckdb
 
-from pipelines.sql import load_sql, statements
-from pipelines.store import ensure_schema
+from pipelines.config import Settings
+from pipelines.sql import execute, load_sql, statements
+from pipelines.store import ensure_schema, open_store
 
 NODES = [("n1", "c1"), ("n2", "c1"), ("n3", "c2")]
 
@@ -166,6 +172,12 @@ def _ts(text: str | None) -> str | None:
 def build_report_fixture(con: duckdb.DuckDBPyConnection) -> None:
     """Fill landing and derived tables with the hand-made fleet described in the module docstring."""
     ensure_schema(con)
+    con.execute("BEGIN TRANSACTION")
+    _fill(con)
+    con.execute("COMMIT")
+
+
+def _fill(con: duckdb.DuckDBPyConnection) -> None:
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
     for statement in statements(DERIVED_DDL):
@@ -223,3 +235,21 @@ def build_report_fixture(con: duckdb.DuckDBPyConnection) -> None:
         "INSERT INTO gpu_events VALUES (?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",
         [(_ts(ts), node, gpu, code) for ts, node, gpu, code in XIDS],
     )
+
+
+@functools.cache
+def _computed_template() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="gpufleet-report-fixture-"))
+    path = folder / "fleet.duckdb"
+    con = open_store(path)
+    build_report_fixture(con)
+    for step in ("attempt_clusters", "weekly_summary"):
+        execute(con, f"derived/{step}", Settings().sql_params())
+    con.close()
+    return path
+
+
+def computed_fixture(path: Path) -> Path:
+    """A copy at `path` of the hand-made fleet with weekly_summary computed (built once per run)."""
+    shutil.copyfile(_computed_template(), path)
+    return path

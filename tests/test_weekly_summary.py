@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from pipelines.config import Settings
 from pipelines.sql import execute
+from pipelines.store import connect
 from tests.report_fixture import build_report_fixture
 
 
@@ -18,12 +19,23 @@ def compute_summary(con) -> None:
         execute(con, f"derived/{step}", Settings().sql_params())
 
 
-@pytest.fixture
-def summary(con):
+@pytest.fixture(scope="module")
+def summary():
+    con = connect(":memory:")
     build_report_fixture(con)
     compute_summary(con)
     frame = con.sql("SELECT * FROM weekly_summary").pl()
+    con.close()
     return {(r["week"], r["cluster"]): r for r in frame.iter_rows(named=True)}
+
+
+@pytest.fixture(scope="module")
+def fleet_con():
+    """One database for the property test's examples; each example replaces the job tables."""
+    con = connect(":memory:")
+    build_report_fixture(con)
+    yield con
+    con.close()
 
 
 CASES = [
@@ -162,8 +174,8 @@ def test_a_week_without_jobs_has_null_rates_not_perfect_ones(con):
         max_size=12,
     )
 )
-def test_all_clusters_row_sums_the_clusters(con, outcomes):
-    build_report_fixture(con)
+def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
+    con = fleet_con
     con.execute("DELETE FROM job_outcomes; DELETE FROM attempt_outcomes; DELETE FROM job_attempts")
     for i, (node, day, state, gpus) in enumerate(outcomes):
         end = f"2026-11-{16 + day:02d} 12:00:00+00"
