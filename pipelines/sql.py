@@ -67,7 +67,6 @@ def query_pl(
 ) -> pl.DataFrame:
     """Run `queries/<name>.sql` and return a polars DataFrame."""
     sql = load_sql(name)
-    # A relation, not `execute()`: DuckDB 2 results of `execute()` have no `.pl()`.
     return con.sql(sql, params=bind(sql, params)).pl()
 
 
