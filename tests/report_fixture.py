@@ -14,7 +14,8 @@ Node timelines (UTC):
       W48: maintenance 11-24 00:00-06:00; degraded 11-25 00:00-12:00; unavailable 11-26 08:00-12:00.
   n2  W47: available.
       W48: unknown 11-27 00:00-02:00 then unavailable 02:00-04:00 (one 4 h episode);
-           unavailable 11-29 22:00-24:00 (open at the horizon: a 2 h episode).
+           unavailable 11-29 22:00-24:00 (still open at the horizon: a failure, but no
+           known repair time yet).
   n3  W47/W48: unavailable 11-22 22:00 -> 11-23 03:00 (one 5 h episode that starts in W47).
 
 Jobs (gpu_hours = GPUs x attempt lengths):
@@ -107,32 +108,39 @@ STACK = [
 # (ts, node, gpu, code)
 XIDS = [("2026-11-24 11:58", "n2", 3, 79)]
 
+# The derived tables' shapes as `gpufleet compute` builds them (contract columns plus extras).
 DERIVED_DDL = """
 CREATE OR REPLACE TABLE node_state_intervals (
     node VARCHAR, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR, reason VARCHAR);
 CREATE OR REPLACE TABLE job_outcomes (
     job_id VARCHAR, end_ts TIMESTAMPTZ, final_state VARCHAR, eligible BOOLEAN, succeeded BOOLEAN,
-    failure_class VARCHAR, crash_loop BOOLEAN, attempts INTEGER, num_gpus INTEGER,
+    failure_class VARCHAR, crash_loop BOOLEAN, attempts BIGINT, num_gpus INTEGER,
     gpu_hours DOUBLE, first_attempt_succeeded BOOLEAN, implicated_nodes VARCHAR[]);
 CREATE OR REPLACE TABLE attempt_outcomes (
     job_id VARCHAR, attempt INTEGER, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR,
-    failure_class VARCHAR, hardware_signal VARCHAR, implicated_nodes VARCHAR[], num_gpus INTEGER);
+    exit_code INTEGER, reason VARCHAR, nodes VARCHAR[], failure_class VARCHAR,
+    hardware_signal VARCHAR, implicated_nodes VARCHAR[], num_gpus INTEGER, duration_s DOUBLE,
+    gpu_s DOUBLE);
 CREATE OR REPLACE TABLE job_goodput (
-    job_id VARCHAR, wall_s DOUBLE, productive_s DOUBLE, init_s DOUBLE, checkpoint_s DOUBLE,
-    wasted_s DOUBLE, recovery_s DOUBLE, other_s DOUBLE, allocated_gpu_s DOUBLE,
-    productive_gpu_s DOUBLE, straggler_drag_s DOUBLE, goodput DOUBLE, ettr DOUBLE);
+    job_id VARCHAR, first_start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, wall_s DECIMAL(18,6),
+    productive_s DECIMAL(18,6), init_s DECIMAL(18,6), checkpoint_s DECIMAL(18,6),
+    wasted_s DECIMAL(18,6), recovery_s DECIMAL(18,6), other_s DECIMAL(18,6),
+    allocated_gpu_s DECIMAL(18,6), productive_gpu_s DECIMAL(18,6),
+    straggler_drag_s DECIMAL(18,6), goodput DOUBLE, ettr DOUBLE, is_running BOOLEAN);
 CREATE OR REPLACE TABLE goodput_segments (
     job_id VARCHAR, attempt INTEGER, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, category VARCHAR,
-    gpus INTEGER);
+    gpus INTEGER, duration_s DECIMAL(18,6), start_us BIGINT, end_us BIGINT);
 CREATE OR REPLACE TABLE goodput_stack (
-    window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, cluster VARCHAR, capacity_gpu_h DOUBLE,
-    unavailable_gpu_h DOUBLE, unknown_gpu_h DOUBLE, idle_gpu_h DOUBLE, allocated_gpu_h DOUBLE,
-    init_gpu_h DOUBLE, checkpoint_gpu_h DOUBLE, wasted_gpu_h DOUBLE, other_gpu_h DOUBLE,
-    productive_gpu_h DOUBLE, goodput DOUBLE);
+    window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, week VARCHAR, cluster VARCHAR,
+    capacity_gpu_h DECIMAL(18,6), unavailable_gpu_h DECIMAL(18,6), unknown_gpu_h DECIMAL(18,6),
+    idle_gpu_h DECIMAL(18,6), allocated_gpu_h DECIMAL(18,6), init_gpu_h DECIMAL(18,6),
+    checkpoint_gpu_h DECIMAL(18,6), wasted_gpu_h DECIMAL(18,6), other_gpu_h DECIMAL(18,6),
+    productive_gpu_h DECIMAL(18,6), goodput DOUBLE);
 CREATE OR REPLACE TABLE rank_slowdown (
-    job_id VARCHAR, attempt INTEGER, rank INTEGER, node VARCHAR, gpu SMALLINT, steps INTEGER,
-    median_ratio DOUBLE, p95_ratio DOUBLE, slowest_share DOUBLE, drag_s DOUBLE,
-    relative_score DOUBLE, p_value DOUBLE, is_straggler BOOLEAN)
+    job_id VARCHAR, attempt INTEGER, rank INTEGER, node VARCHAR, gpu SMALLINT, steps BIGINT,
+    median_ratio DOUBLE, p95_ratio DOUBLE, slowest_share DOUBLE, drag_s DECIMAL(18,6),
+    median_time_s DOUBLE, relative_score DOUBLE, relative_flagged BOOLEAN, u_statistic DOUBLE,
+    p_value_raw DOUBLE, p_value DOUBLE, is_straggler BOOLEAN)
 """
 
 # Test glue: per-node daily seconds by state, intervals split at UTC midnight.
@@ -201,8 +209,11 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         )
         signal = "xid 79" if fclass == "hardware" and state == "node_fail" else None
         con.execute(
-            "INSERT INTO attempt_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [job_id, attempt, _ts(start), _ts(end), state, fclass, signal, implicated, job[3]],
+            "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, exit_code, nodes, "
+            "failure_class, hardware_signal, implicated_nodes, num_gpus) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass, signal,
+             implicated, job[3]],
         )
         ends[job_id] = end
         ends.setdefault(job_id + "/start", start)
@@ -222,13 +233,14 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         )
         if productive_s is not None:
             con.execute(
-                "INSERT INTO job_goodput (job_id, productive_s, productive_gpu_s) VALUES (?, ?, ?)",
-                [job_id, productive_s, productive_s * gpus],
+                "INSERT INTO job_goodput (job_id, end_ts, productive_s, productive_gpu_s, is_running) "
+                "VALUES (?, ?, ?, ?, false)",
+                [job_id, _ts(end), productive_s, productive_s * gpus],
             )
     con.executemany(
-        "INSERT INTO goodput_stack VALUES (?::TIMESTAMPTZ, ?::TIMESTAMPTZ + INTERVAL 7 DAY, ?, ?, ?, ?, "
-        "?, ?, ?, ?, ?, ?, ?, ? / ?)",
-        [(s, s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, prod, alloc)
+        "INSERT INTO goodput_stack VALUES (?::TIMESTAMPTZ, ?::TIMESTAMPTZ + INTERVAL 7 DAY, "
+        "strftime(?::DATE, '%G-W%V'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? / ?)",
+        [(s, s, s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, prod, alloc)
          for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod in STACK],
     )
     con.executemany(

@@ -87,8 +87,9 @@ CASES = [
     ("2026-W47", "c2", "mtbf_h", 166.0),
     ("2026-W47", "*", "mtbf_h", 499 / 2),
     # --- MTTR: mean merged episode length, attributed to the week it starts ---
-    # c1 W48: n1 4 h, n2 2 + 2 = 4 h merged, n2 2 h (open at the horizon) -> 10 / 3.
-    ("2026-W48", "c1", "mttr_h", 10 / 3),
+    # c1 W48: n1 4 h, n2 2 + 2 = 4 h merged; n2's 11-29 22:00 episode is still open at the
+    # horizon (no known length): left out -> 8 / 2.
+    ("2026-W48", "c1", "mttr_h", 8 / 2),
     ("2026-W48", "c2", "mttr_h", None),
     # W47: n1 2 + 1 = 3 h merged; n3 5 h in full although 3 h fall in W48 -> (3 + 5) / 2.
     ("2026-W47", "c2", "mttr_h", 5.0),
@@ -190,7 +191,8 @@ def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
              state == "succeeded"],
         )
         con.execute(
-            "INSERT INTO attempt_outcomes VALUES (?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, NULL, NULL, [], ?)",
+            "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, num_gpus) "
+            "VALUES (?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, ?)",
             [f"h{i}", end, end, state, gpus],
         )
     compute_summary(con)

@@ -16,7 +16,8 @@
 --                                unavailable|unknown that happened in the week; NULL: no failure.
 --   mttr_h                       mean length in hours of merged unavailable|unknown episodes that
 --                                START in the week (full length, even past the week's end; an
---                                episode still open at the data horizon counts up to it).
+--                                episode still open at the data horizon is left out), as
+--                                node_availability_daily counts them per day.
 --   interruptions_per_1k_gpu_days  attempts that ended in the week as failed, node_fail, timeout,
 --                                oom or preempted, per 1,000 GPU-days allocated (goodput_stack).
 --   *_failures                   attempts that ended in the week with that failure class.
@@ -35,52 +36,58 @@ job_cluster AS (
     SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
 ),
 availability AS (
-    SELECT strftime(day, '%G-W%V') AS week,
+    -- Project first, so GROUP BY names only our columns (views may carry more, e.g. `week`).
+    SELECT week,
            CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
-           sum(available_s + degraded_s) AS up_s,
-           sum(in_fleet_s - maintenance_s) AS counted_s
-    FROM node_availability_daily
-    WHERE cluster IN (SELECT cluster FROM node_cluster)
+           sum(up_s) AS up_s,
+           sum(counted_s) AS counted_s
+    FROM (SELECT strftime(day, '%G-W%V') AS week, cluster,
+                 CAST(available_s + degraded_s AS DOUBLE) AS up_s,
+                 CAST(in_fleet_s - maintenance_s AS DOUBLE) AS counted_s
+          FROM node_availability_daily)
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 -- Consecutive intervals of a node, to find transitions and merge down episodes.
 ordered_intervals AS (
     SELECT i.node, nc.cluster, i.start_ts, i.end_ts,
            i.state IN ('unavailable', 'unknown') AS is_down,
-           lag(i.state) OVER w IN ('available', 'degraded') AND lag(i.end_ts) OVER w = i.start_ts
-               AS follows_up,
-           coalesce(lag(i.state) OVER w IN ('unavailable', 'unknown')
-                    AND lag(i.end_ts) OVER w = i.start_ts, false) AS follows_down
+           coalesce(lag(i.state) OVER w IN ('available', 'degraded'), false) AS follows_up,
+           coalesce(lag(i.state) OVER w IN ('unavailable', 'unknown'), false) AS follows_down,
+           max(i.end_ts) OVER (PARTITION BY i.node) AS lifetime_end
     FROM node_state_intervals i
-    JOIN node_cluster nc ON nc.node = i.node
+    LEFT JOIN node_cluster nc ON nc.node = i.node
     WINDOW w AS (PARTITION BY i.node ORDER BY i.start_ts)
 ),
 down_intervals AS (
     SELECT *, sum(CASE WHEN follows_down THEN 0 ELSE 1 END)
-                  OVER (PARTITION BY node ORDER BY start_ts) AS episode
+                  OVER (PARTITION BY node ORDER BY start_ts ROWS UNBOUNDED PRECEDING) AS episode
     FROM ordered_intervals
     WHERE is_down
 ),
 episodes AS (
-    SELECT node, cluster, episode, min(start_ts) AS start_ts,
-           bool_or(follows_up AND NOT follows_down) AS from_up,
-           epoch(max(end_ts) - min(start_ts)) AS length_s
+    SELECT node, any_value(cluster) AS cluster, min(start_ts) AS start_ts, max(end_ts) AS end_ts,
+           any_value(lifetime_end) AS lifetime_end,
+           -- the episode's first interval follows an up one: a failure (MTBF's denominator)
+           bool_or(follows_up) AS from_up
     FROM down_intervals
-    GROUP BY ALL
+    GROUP BY node, episode
 ),
 reliability AS (
-    SELECT strftime(start_ts, '%G-W%V') AS week,
+    SELECT week,
            CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
            count(*) FILTER (WHERE from_up) AS failures,
-           count(*) AS episodes,
-           sum(length_s) AS down_s
-    FROM episodes
+           -- an episode still open at the data horizon has no known length yet: left out
+           count(*) FILTER (WHERE end_ts < lifetime_end) AS episodes,
+           sum(epoch(end_ts - start_ts)) FILTER (WHERE end_ts < lifetime_end) AS down_s
+    FROM (SELECT strftime(start_ts, '%G-W%V') AS week, cluster, from_up, start_ts, end_ts,
+                 lifetime_end
+          FROM episodes)
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 ended_jobs AS (
     SELECT strftime(o.end_ts, '%G-W%V') AS week, jc.cluster, o.eligible, o.succeeded,
-           o.first_attempt_succeeded, o.gpu_hours,
-           g.productive_s,
+           o.first_attempt_succeeded, CAST(o.gpu_hours AS DOUBLE) AS gpu_hours,
+           CAST(g.productive_s AS DOUBLE) AS productive_s,
            CASE WHEN j.submit_ts IS NOT NULL AND g.productive_s IS NOT NULL
                 THEN epoch(o.end_ts - j.submit_ts) END AS submit_to_end_s
     FROM job_outcomes o
@@ -125,12 +132,16 @@ attempt_counts AS (
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 stack AS (
-    SELECT strftime(window_start, '%G-W%V') AS week,
+    SELECT week,
            CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
            sum(allocated_gpu_h) AS allocated_gpu_h,
            sum(productive_gpu_h) AS productive_gpu_h
-    FROM goodput_stack
-    WHERE cluster IN (SELECT cluster FROM node_cluster)
+    FROM (SELECT strftime(window_start, '%G-W%V') AS week, cluster,
+                 CAST(allocated_gpu_h AS DOUBLE) AS allocated_gpu_h,
+                 CAST(productive_gpu_h AS DOUBLE) AS productive_gpu_h
+          FROM goodput_stack
+          -- per-cluster rows only (an all-clusters row, if a version adds one, would count twice)
+          WHERE cluster IN (SELECT cluster FROM node_cluster))
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 weeks AS (

@@ -5,11 +5,17 @@
 -- Params: $week_start (DATE, a Monday), $cluster ('*' = all).
 WITH
 totals AS (
-    SELECT sum(capacity_gpu_h) AS capacity, sum(unavailable_gpu_h) AS unavailable,
-           sum(unknown_gpu_h) AS unknown, sum(idle_gpu_h) AS idle,
-           sum(allocated_gpu_h) AS allocated, sum(init_gpu_h) AS init,
-           sum(checkpoint_gpu_h) AS checkpoint, sum(wasted_gpu_h) AS wasted,
-           sum(other_gpu_h) AS other, sum(productive_gpu_h) AS productive
+    -- DOUBLE: the view keeps GPU-hours as DECIMAL so its levels sum exactly.
+    SELECT CAST(sum(capacity_gpu_h) AS DOUBLE) AS capacity,
+           CAST(sum(unavailable_gpu_h) AS DOUBLE) AS unavailable,
+           CAST(sum(unknown_gpu_h) AS DOUBLE) AS unknown,
+           CAST(sum(idle_gpu_h) AS DOUBLE) AS idle,
+           CAST(sum(allocated_gpu_h) AS DOUBLE) AS allocated,
+           CAST(sum(init_gpu_h) AS DOUBLE) AS init,
+           CAST(sum(checkpoint_gpu_h) AS DOUBLE) AS checkpoint,
+           CAST(sum(wasted_gpu_h) AS DOUBLE) AS wasted,
+           CAST(sum(other_gpu_h) AS DOUBLE) AS other,
+           CAST(sum(productive_gpu_h) AS DOUBLE) AS productive
     FROM goodput_stack
     WHERE CAST(window_start AS DATE) = $week_start
       AND cluster IN (SELECT cluster FROM nodes)
