@@ -265,3 +265,30 @@ def computed_fixture(path: Path) -> Path:
     """A copy at `path` of the hand-made fleet with weekly_summary computed (built once per run)."""
     shutil.copyfile(_computed_template(), path)
     return path
+
+
+SIMULATED_FLEET = {"nodes": 6, "days": 2, "seed": 7, "start": "2026-11-22"}
+"""A small simulated fleet (Sunday of 2026-W47 and Monday of 2026-W48) with multi-node jobs."""
+
+
+@functools.cache
+def _simulated_template() -> Path:
+    from pipelines.compute import compute
+    from pipelines.simulate import SimulationConfig, simulate_to_dir
+    from pipelines.sources.files import ingest_files
+
+    folder = Path(tempfile.mkdtemp(prefix="gpufleet-simulated-fleet-"))
+    simulate_to_dir(SimulationConfig.create(**SIMULATED_FLEET), folder / "landing")
+    path = folder / "fleet.duckdb"
+    con = open_store(path)
+    ingest_files(con, folder / "landing")
+    compute(con, Settings())
+    con.close()
+    shutil.rmtree(folder / "landing")
+    return path
+
+
+def simulated_fleet(path: Path) -> Path:
+    """A copy at `path` of a small simulated fleet, ingested and computed (built once per run)."""
+    shutil.copyfile(_simulated_template(), path)
+    return path
