@@ -176,7 +176,7 @@ def demo(
 @app.command()
 def report(
     ctx: typer.Context,
-    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48 (UTC).")],
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
     fmt: Annotated[str, typer.Option("--format", help="md, json or html.")] = "md",
     out_file: Annotated[
         Path | None,
@@ -210,7 +210,7 @@ def report(
 @app.command()
 def export(
     ctx: typer.Context,
-    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48 (UTC).")],
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
     out_dir: Annotated[Path, typer.Option("--out", help="Folder of the Hive-partitioned export.")],
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     tables: Annotated[

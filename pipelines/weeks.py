@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from pipelines.errors import ConfigError
 
@@ -33,8 +33,16 @@ def week_of(day: date) -> IsoWeek:
     return IsoWeek(f"{year}-W{week:02d}", day - timedelta(days=weekday - 1))
 
 
-def parse_week(text: str) -> IsoWeek:
-    """Parse 'YYYY-Www'; a malformed or impossible week is a `ConfigError`."""
+def parse_week(text: str, today: date | None = None) -> IsoWeek:
+    """Parse 'YYYY-Www', or `this` (the current ISO week, UTC) or `last` (the one before).
+
+    A malformed or impossible week is a `ConfigError`.
+    """
+    today = today or datetime.now(UTC).date()
+    if text.strip().lower() == "this":
+        return week_of(today)
+    if text.strip().lower() == "last":
+        return week_of(today).previous
     match = _WEEK.match(text.strip())
     if match:
         try:
@@ -43,5 +51,6 @@ def parse_week(text: str) -> IsoWeek:
             pass
     raise ConfigError(
         f"`{text}` is not an ISO week.",
-        "Write the week as YYYY-Www, e.g. --week 2026-W48 (Monday 2026-11-23 to Sunday 2026-11-29).",
+        "Write the week as YYYY-Www, e.g. --week 2026-W48 (Monday 2026-11-23 to Sunday 2026-11-29), "
+        "or `this` / `last` for the current / previous ISO week (UTC).",
     )

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,17 @@ def test_an_uncomputed_database_says_to_run_compute(tmp_path):
 def test_parse_week(text, monday):
     assert str(parse_week(text).start) == monday
     assert parse_week(text).label == text
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    # Wed 2026-12-02 is in W49; W01 of 2027 starts Mon 2027-01-04, so Sun 2027-01-03 is 2026-W53.
+    [("this", "2026-W49"), ("last", "2026-W48"), ("LAST", "2026-W48")],
+)
+def test_relative_weeks(text, label):
+    assert parse_week(text, today=date(2026, 12, 2)).label == label
+    assert parse_week("last", today=date(2027, 1, 10)).label == "2027-W01"
+    assert parse_week("last", today=date(2027, 1, 4)).label == "2026-W53"
 
 
 @pytest.mark.parametrize("text", ["2026-48", "2026-W54", "2025-W53", "W48", "2026-w48x"])
