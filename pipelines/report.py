@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,13 @@ def _pct(value: float | None) -> str:
     return "n/a" if _missing(value) else f"{value * 100:.2f} %"
 
 
+def _shorten(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h)?|n/a|-)$")
+
+
 def _title(report: WeeklyReport) -> str:
     scope = "all clusters" if report.cluster == ALL_CLUSTERS else f"cluster {report.cluster}"
     last_day = report.week.end.fromordinal(report.week.end.toordinal() - 1)
@@ -181,7 +189,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
         [r["node"], r["cluster"], r["gpu_model"] or "", _gpu_h(r["down_gpu_h"]),
          _gpu_h(r["unavailable_gpu_h"]), _gpu_h(r["unknown_gpu_h"]), _pct(r["availability"]),
          str(r["failed_attempts"]), ", ".join(str(c) for c in r["xid_codes"]) or "-",
-         r["top_reason"] or ""]
+         _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
     ]
     return [
@@ -303,9 +311,14 @@ def to_html(report: WeeklyReport) -> str:
         if not rows:
             body.append("<p>None this week.</p>")
             continue
-        head = "".join(f"<th>{esc(h)}</th>" for h in header)
+        numeric = [all(_NUMBER.match(row[i]) for row in rows) for i in range(len(header))]
+        head = "".join(
+            f"<th{' class=n' if n else ''}>{esc(h)}</th>" for h, n in zip(header, numeric)
+        )
         cells = "".join(
-            "<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows
+            "<tr>" + "".join(f"<td{' class=n' if n else ''}>{esc(c)}</td>"
+                             for c, n in zip(row, numeric)) + "</tr>"
+            for row in rows
         )
         body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
         body.append(f"<p class='note'>{esc(note)}</p>")
@@ -314,8 +327,8 @@ def to_html(report: WeeklyReport) -> str:
     style = (
         "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
         "table{border-collapse:collapse;margin:.5em 0}"
-        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
-        "td:first-child,th:first-child{text-align:left}.note{color:#666;font-size:.9em}"
+        "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+        ".n{text-align:right;font-variant-numeric:tabular-nums}.note{color:#666;font-size:.9em}"
     )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"

@@ -92,7 +92,7 @@ def test_json_carries_raw_values(report):
 
 def test_html_is_self_contained_and_has_the_numbers(report):
     page = to_html(report)
-    assert "<td>97.39 %</td>" in page and "<td>XID 79</td>" in page
+    assert "<td class=n>97.39 %</td>" in page and "<td>XID 79</td>" in page
     # plotly.js inlined, nothing fetched from the network
     assert "plotly.js v" in page
     assert not re.search(r"<script[^>]+src=", page)
@@ -141,12 +141,13 @@ def test_parse_week(text, monday):
 
 @pytest.mark.parametrize(
     ("text", "label"),
-    # Wed 2026-12-02 is in W49; W01 of 2027 starts Mon 2027-01-04, so Sun 2027-01-03 is 2026-W53.
+    # Wed 2026-12-02 is in W49. 2027-W01 starts Mon 2027-01-04: on Mon 2027-01-11 (W02) last week
+    # is 2027-W01, on Mon 2027-01-04 it is 2026-W53 (2026 has 53 ISO weeks).
     [("this", "2026-W49"), ("last", "2026-W48"), ("LAST", "2026-W48")],
 )
 def test_relative_weeks(text, label):
     assert parse_week(text, today=date(2026, 12, 2)).label == label
-    assert parse_week("last", today=date(2027, 1, 10)).label == "2027-W01"
+    assert parse_week("last", today=date(2027, 1, 11)).label == "2027-W01"
     assert parse_week("last", today=date(2027, 1, 4)).label == "2026-W53"
 
 
@@ -176,7 +177,7 @@ def test_cli_writes_md_json_and_html(fixture_db, tmp_path):
     page = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html",
                    cwd=tmp_path)
     assert page.returncode == 0, page.stderr
-    assert "<td>67.17 %</td>" in (tmp_path / "report-2026-W48.html").read_text()
+    assert "<td class=n>67.17 %</td>" in (tmp_path / "report-2026-W48.html").read_text()
 
 
 def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
