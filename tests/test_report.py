@@ -184,3 +184,17 @@ def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
     result = run_cli("--db", str(fixture_db), "report", "--week", "48", cwd=tmp_path)
     assert result.returncode == 2
     assert "not an ISO week" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_every_option_is_documented(command):
+    import typer
+
+    from pipelines.cli import app
+
+    docs = (ROOT / "docs" / "weekly-review.md").read_text()
+    click_command = typer.main.get_command(app).commands[command]
+    options = [opt for p in click_command.params for opt in p.opts if opt.startswith("--")]
+    assert options
+    for option in options:
+        assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in docs/weekly-review.md"
