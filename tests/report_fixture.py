@@ -31,6 +31,7 @@ Jobs (gpu_hours = GPUs x attempt lengths):
 
 from __future__ import annotations
 
+import atexit
 import functools
 import shutil
 import tempfile
@@ -252,6 +253,7 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
 @functools.cache
 def _computed_template() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="gpufleet-report-fixture-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = folder / "fleet.duckdb"
     con = open_store(path)
     build_report_fixture(con)
@@ -278,6 +280,7 @@ def _simulated_template() -> Path:
     from pipelines.sources.files import ingest_files
 
     folder = Path(tempfile.mkdtemp(prefix="gpufleet-simulated-fleet-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     simulate_to_dir(SimulationConfig.create(**SIMULATED_FLEET), folder / "landing")
     path = folder / "fleet.duckdb"
     con = open_store(path)
