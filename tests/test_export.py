@@ -13,6 +13,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.errors import GpufleetError
 from pipelines.export import EXPORT_TABLES, export_week
@@ -276,3 +278,42 @@ def test_cli_export(fixture_db, tmp_path):
     assert "job_outcomes" in result.stdout and "5 rows" in result.stdout
     assert sorted(p.name for p in (tmp_path / "lake").iterdir() if not p.name.startswith(".")) == [
         "job_outcomes", "weekly_summary"]
+
+
+# Property: whatever a week's rows are, and however often it is re-exported, the lake holds exactly
+# the view's rows for every exported week (re-exporting W48 never changes W47).
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    runs=st.lists(
+        st.sets(st.tuples(st.sampled_from(["c1", "c2", "c 3/x"]), st.integers(0, 13)), max_size=8),
+        min_size=1, max_size=3,
+    )
+)
+def test_lake_always_equals_the_view(tmp_path_factory, runs):
+    out = tmp_path_factory.mktemp("lake")
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE node_availability_daily (day DATE, node VARCHAR, cluster VARCHAR, "
+        "in_fleet_s DOUBLE, maintenance_s DOUBLE, available_s DOUBLE, degraded_s DOUBLE, "
+        "unavailable_s DOUBLE, unknown_s DOUBLE, availability DOUBLE)"
+    )
+    for i, rows in enumerate(runs):
+        con.execute("DELETE FROM node_availability_daily")
+        for cluster, offset in rows:
+            con.execute(
+                "INSERT INTO node_availability_daily VALUES "
+                "(DATE '2026-11-16' + ?::INTEGER, 'n1', ?, 86400, 0, ?, 0, 0, 0, 1)",
+                [offset, cluster, float(i)],
+            )
+        for week in (W47, W48):
+            export_week(con, week, out, "parquet", ["node_availability_daily"])
+        expected = sorted(con.sql("FROM node_availability_daily").fetchall(), key=repr)
+        files = list(out.rglob("*.parquet"))
+        back = sorted(
+            con.sql(
+                f"SELECT day, node, cluster, in_fleet_s, maintenance_s, available_s, degraded_s, "
+                f"unavailable_s, unknown_s, availability FROM read_parquet('{out}/**/*.parquet', "
+                "hive_partitioning = true)"
+            ).fetchall(), key=repr,
+        ) if files else []
+        assert back == expected
