@@ -289,6 +289,70 @@ def demo(
         _serve(db, port, headless=True)
 
 
+# ---- weekly review: report and export ------------------------------------------------------
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
+    fmt: Annotated[str, typer.Option("--format", help="md, json or html.")] = "md",
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="File to write (default: stdout; html: report-<week>.html)."),
+    ] = None,
+    cluster: Annotated[str, typer.Option(help="A cluster, or * for all clusters.")] = "*",
+    top: Annotated[int, typer.Option(help="How many worst nodes to list.")] = 10,
+) -> None:
+    """The weekly reliability report: summary with week-over-week deltas, goodput stack,
+    failures by class and cause, and the nodes that lost the most GPU-hours."""
+    from pipelines.report import FORMATS, build_report, open_read_only, render, write_atomically
+    from pipelines.weeks import parse_week
+
+    if fmt not in FORMATS:
+        raise GpufleetError(f"Unknown report format `{fmt}`.", f"Use one of: {', '.join(FORMATS)}.")
+    iso_week = parse_week(week)
+    con = open_read_only(ctx.obj.db)
+    try:
+        text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+    finally:
+        con.close()
+    if out_file is None and fmt == "html":
+        out_file = Path(f"report-{iso_week.label}.html")
+    if out_file is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    write_atomically(out_file, text)
+    console.print(f"Wrote {out_file}")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder of the Hive-partitioned export.")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    tables: Annotated[
+        str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
+    ] = None,
+) -> None:
+    """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
+    from pipelines.export import export_week
+    from pipelines.report import open_read_only
+    from pipelines.weeks import parse_week
+
+    iso_week = parse_week(week)
+    names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    con = open_read_only(ctx.obj.db)
+    try:
+        with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
+            results = export_week(con, iso_week, out_dir, fmt, names)
+    finally:
+        con.close()
+    for r in results:
+        out.print(f"{r.table:<26} {r.rows:>10,} rows  {r.partitions:>4} partitions")
+    out.print(f"Exported {iso_week.label} to {out_dir} ({fmt}).")
+
+
 def main() -> None:
     try:
         app()

@@ -48,6 +48,9 @@ def _steps() -> list[Step]:
         Step("attempt_outcomes"),
         Step("job_outcomes"),
         Step("goodput_stack"),
+        # These read every metric table above: keep them last.
+        Step("attempt_clusters"),
+        Step("weekly_summary"),
     ]
 
 
