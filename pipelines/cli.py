@@ -222,12 +222,17 @@ def simulate(
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
     days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same fleet.")] = 1,
-    start: Annotated[str | None, typer.Option(help="First instant, UTC (default: 7 days before the last Monday).")] = None,
+    start: Annotated[
+        str | None, typer.Option(help="First instant, UTC (default: Monday of the last full ISO week).")
+    ] = None,
+    faults: Annotated[
+        str, typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet.")
+    ] = "default",
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
 
-    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start)
+    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults)
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
     for table, rows in summary.items():
