@@ -36,6 +36,9 @@ def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
         Step("xid_catalogue"),
+        # Read by most steps below: "now" (the data horizon) and who ran where.
+        Step("data_horizon"),
+        Step("attempt_clusters"),
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),
@@ -48,8 +51,7 @@ def _steps() -> list[Step]:
         Step("attempt_outcomes"),
         Step("job_outcomes"),
         Step("goodput_stack"),
-        # These read every metric table above: keep them last.
-        Step("attempt_clusters"),
+        # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
 
