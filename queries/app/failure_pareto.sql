@@ -1,0 +1,38 @@
+-- Failed attempts that ended in [$week_start, $week_end) for $cluster ('*' = all),
+-- by failure class and cause, most frequent first: attempts (count) and the
+-- GPU-hours they held (num_gpus x attempt length / 3600). cause = the hardware
+-- signal when there is one, else the attempt's state and exit code.
+-- cum_share = running share of all failed attempts (0-1), for the Pareto line.
+WITH attempt_cluster AS (
+    SELECT a.job_id, a.attempt, n.cluster, a.exit_code
+    FROM job_attempts a
+    LEFT JOIN nodes n ON n.node = a.nodes[1]
+),
+failed AS (
+    SELECT
+        o.failure_class,
+        coalesce(
+            nullif(nullif(CAST(o.hardware_signal AS VARCHAR), 'false'), 'true'),
+            o.state || coalesce(' (exit ' || CAST(ac.exit_code AS VARCHAR) || ')', '')
+        ) AS cause,
+        o.num_gpus * epoch(o.end_ts - o.start_ts) / 3600 AS gpu_h
+    FROM attempt_outcomes o
+    LEFT JOIN attempt_cluster ac USING (job_id, attempt)
+    WHERE o.failure_class IS NOT NULL
+      AND o.end_ts >= $week_start AND o.end_ts < $week_end
+      AND ($cluster = '*' OR ac.cluster = $cluster)
+),
+grouped AS (
+    SELECT failure_class, cause, count(*) AS attempts, sum(gpu_h) AS gpu_h
+    FROM failed
+    GROUP BY failure_class, cause
+)
+SELECT
+    failure_class,
+    cause,
+    attempts,
+    gpu_h,
+    sum(attempts) OVER (ORDER BY attempts DESC, gpu_h DESC, failure_class, cause)
+        / sum(attempts) OVER () AS cum_share
+FROM grouped
+ORDER BY attempts DESC, gpu_h DESC, failure_class, cause
