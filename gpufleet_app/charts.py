@@ -159,10 +159,10 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
 def goodput_breakdown(job: dict[str, float]) -> go.Figure:
     """The job's wall time split into productive and badput categories (hours)."""
     fig = go.Figure()
-    for category in CATEGORY_COLORS:
+    for category, color in CATEGORY_COLORS.items():
         seconds = float(job.get(f"{category}_s") or 0.0)
         fig.add_bar(x=[seconds / 3600], y=["wall"], orientation="h", name=category,
-                    marker_color=CATEGORY_COLORS[category],
+                    marker_color=color,
                     hovertemplate=f"{category}: %{{x:.2f}} h<extra></extra>")
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text="hours")

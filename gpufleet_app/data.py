@@ -93,9 +93,9 @@ class Reader:
     def query(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
         """Rows of `queries/app/<name>.sql`, from the cache when the file has not changed."""
         params = dict(params or {})
-        key = (name, _freeze(params))
+        key = (str(self.path), name, _freeze(params))
         try:
-            frame = _cached_query(name, params, self.fingerprint, self)
+            frame = _cached_query(name, params, str(self.path), self.fingerprint, self)
         except DatabaseBusyError:
             frame = _last_good_get(key)
             if frame is None:
@@ -111,9 +111,9 @@ class Reader:
 
 @st.cache_data(show_spinner=False, max_entries=2048)
 def _cached_query(
-    name: str, params: dict[str, Any], db_fingerprint: Fingerprint | None, _reader: Reader
+    name: str, params: dict[str, Any], db: str, db_fingerprint: Fingerprint | None, _reader: Reader
 ) -> pl.DataFrame:
-    # The key is (name, params, db_fingerprint); `_reader` is not hashed (leading underscore).
+    # Keyed by (name, params, db path, fingerprint); `_reader` is not hashed (leading underscore).
     return _run(_reader, name, params)
 
 

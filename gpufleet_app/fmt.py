@@ -52,7 +52,7 @@ def duration_s(seconds: float | None) -> str:
     """3725 → `1 h 02 min`; 95 → `1 min 35 s`."""
     if _missing(seconds):
         return MISSING
-    s = int(round(seconds))
+    s = round(seconds)
     if s >= 3600:
         return f"{s // 3600} h {s % 3600 // 60:02d} min"
     if s >= 60:

@@ -69,9 +69,9 @@ def ingest_files_cmd(
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status(f"Loading {folder} ..."):
         results = ingest_files(con, folder)
     _print_loads(results)
@@ -84,10 +84,10 @@ def compute(
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
     from pipelines.compute import compute as run_compute
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     settings = ctx.obj.settings()
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status("Computing ...") as status:
         result = run_compute(con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ..."))
     if result.skipped:
@@ -155,12 +155,12 @@ def demo(
     from pipelines.demo import demo_summary
     from pipelines.simulate import SimulationConfig, simulate_to_dir
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
-    con = open_store(db)
+    con = open_store(db, retries=WRITER_RETRIES)
     with console.status("Loading ..."):
         ingest_files(con, data)
     with console.status("Computing ..."):
