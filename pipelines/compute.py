@@ -70,7 +70,8 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    if not force and _last_compute(con) == (version, fingerprint):
+    last = _last_compute(con)  # also creates compute_log, which --force needs too
+    if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
