@@ -23,6 +23,13 @@ CATEGORY_COLORS = {
     "recovery": "#ff7f0e",
     "other": "#7f7f7f",
 }
+CLASS_COLORS = {
+    "hardware": "#d62728",
+    "software": "#ff7f0e",
+    "infrastructure": "#1f77b4",
+    "user": "#7f7f7f",
+    "unknown": "#bcbd22",
+}
 SEVERITY_COLORS = {"critical": "#d62728", "warn": "#e6b800", "info": "#1f77b4"}
 
 
@@ -30,10 +37,15 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "font": {"size": 15}},
         height=height,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        legend={"orientation": "h", "y": -0.15},
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
     )
+    fig.update_xaxes(automargin=True)
     return fig
+
+
+DAY_TICKS = "%a %d %b"
+TIME_TICKS = "%d %b %H:%M"
 
 
 def availability_trend(daily: pl.DataFrame) -> go.Figure:
@@ -47,6 +59,7 @@ def availability_trend(daily: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=days, y=(daily["availability"] * 100).to_list(), name="Availability %",
                     mode="lines+markers", line={"color": "#111"}, secondary_y=False)
     fig.update_layout(barmode="stack")
+    fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(title_text="availability %", secondary_y=False)
     fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False)
     return _layout(fig, "Node availability per day")
@@ -61,7 +74,8 @@ def jobs_trend(daily: pl.DataFrame) -> go.Figure:
     fig.add_bar(x=days, y=(daily["eligible_jobs"] - daily["succeeded_jobs"]).to_list(),
                 name="Failed (failed, node_fail, timeout, oom)", marker_color=STATE_COLORS["unavailable"])
     fig.update_layout(barmode="stack")
-    fig.update_yaxes(title_text="jobs ended")
+    fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
+    fig.update_yaxes(title_text="jobs ended", rangemode="tozero", tickformat="d")
     return _layout(fig, "Jobs ended per day")
 
 
@@ -101,15 +115,17 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
 
 def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     """Failed attempts by class and cause, most frequent first, with the cumulative share."""
-    labels = [f"{c}: {cause}" for c, cause in zip(pareto["failure_class"], pareto["cause"])]
+    labels = [f"{c}<br>{cause}" for c, cause in zip(pareto["failure_class"], pareto["cause"])]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_bar(x=labels, y=pareto["attempts"].to_list(), name="Failed attempts",
-                marker_color=STATE_COLORS["unavailable"], secondary_y=False,
+                marker_color=[CLASS_COLORS.get(c, "#999") for c in pareto["failure_class"]],
+                secondary_y=False,
                 customdata=pareto["gpu_h"].to_list(),
                 hovertemplate="%{x}<br>%{y} attempts<br>%{customdata:,.1f} GPU-h<extra></extra>")
     fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="Cumulative %",
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
-    fig.update_yaxes(title_text="failed attempts", secondary_y=False)
+    fig.update_xaxes(tickangle=0)
+    fig.update_yaxes(title_text="failed attempts", secondary_y=False, tickformat="d")
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], secondary_y=True, showgrid=False)
     return _layout(fig, "Failures by class and cause (Pareto)", height=360)
 
@@ -130,7 +146,7 @@ def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str],
                            + ("<br>%{customdata}" if hover else "") + "<extra></extra>"),
         )
     fig.update_layout(barmode="overlay")
-    fig.update_xaxes(type="date")
+    fig.update_xaxes(type="date", tickformat=TIME_TICKS)
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, title, height=height)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+import polars as pl
 import streamlit as st
 
 from gpufleet_app import data
@@ -103,7 +104,7 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
         )
         wanted = None
     chosen = wanted or default_week(weeks)
-    left, right, _ = st.columns([1, 1, 3])
+    left, right, _ = st.columns([3, 2, 4])
     week = left.selectbox(
         "ISO week (UTC)", names, index=names.index(chosen),
         format_func=week_label,
@@ -152,3 +153,16 @@ def stale_notice() -> None:
             "The database is being updated by a running ingest or compute; showing the numbers "
             "read before it started. Reload in a minute for the new ones."
         )
+
+
+def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = None, **kwargs):
+    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute."""
+    config = {
+        name: st.column_config.DatetimeColumn(name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
+                                              format="YYYY-MM-DD HH:mm")
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime)
+    }
+    config.update(column_config or {})
+    target = container or st
+    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config, **kwargs)

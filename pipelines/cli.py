@@ -124,7 +124,7 @@ def _serve(db: Path, port: int, headless: bool) -> None:
         sys.executable, "-m", "streamlit", "run", str(app_py),
         "--server.address", "127.0.0.1", "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
-        "--browser.gatherUsageStats", "false",
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
     raise typer.Exit(subprocess.call(cmd, env=env))

@@ -162,7 +162,7 @@ def test_overview_pareto_counts_every_failed_attempt_of_the_week(use_db: Path) -
     assert line["y"][-1] == pytest.approx(100.0)
     by_class: dict[str, int] = {}
     for label, n in zip(bars["x"], bars["y"]):
-        by_class[label.split(":")[0]] = by_class.get(label.split(":")[0], 0) + n
+        by_class[label.split("<br>")[0]] = by_class.get(label.split("<br>")[0], 0) + n
     assert by_class == dict(expected.iter_rows())
 
 

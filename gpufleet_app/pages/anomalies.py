@@ -45,11 +45,10 @@ else:
         f"{rows.height} anomalies overlapping {ui.week_label(week)}, {filters.cluster_label}; "
         "open = still open at the week's end. Most severe first; click a row (or its link) to open it."
     )
-    event = st.dataframe(
+    event = ui.table(
         linked.select("severity", "kind", "entity_type", "node", "gpu", "job_id", "rank", "start_ts",
                       "end_ts", "is_open", "score", "action", "impact_gpu_h", "evidence", "link"),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="anomaly_table",
         column_config={

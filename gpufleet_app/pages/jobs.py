@@ -34,14 +34,13 @@ def job_table(filters: ui.Filters) -> None:
         f"{len(jobs)} jobs that ended in {ui.week_label(str(filters.week))} or were still running, "
         f"{filters.cluster_label}; largest first. Click a row to open the job."
     )
-    event = st.dataframe(
+    event = ui.table(
         jobs.select(
             "job_id", "name", "user", "final_state", "failure_class", "crash_loop", "attempts",
             "num_gpus", "gpu_hours", (pl.col("goodput") * 100).alias("goodput_pct"),
             (pl.col("ettr") * 100).alias("ettr_pct"), "straggler_ranks", "end_ts",
         ),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="job_table",
         column_config={
@@ -83,7 +82,8 @@ def job_detail(job_id: str) -> None:
                       help="Productive time / wall time (first attempt start to job end).")
     columns[1].metric("ETTR", fmt.pct(job["ettr"]), border=True,
                       help="Productive time / (job end − submit), queueing included.")
-    columns[2].metric("Wall time", fmt.duration_s(job["wall_s"]), border=True)
+    columns[2].metric("Wall time", fmt.hours(None if job["wall_s"] is None else job["wall_s"] / 3600),
+                      border=True, help="First attempt start to job end, recovery gaps included.")
     columns[3].metric("GPU-hours", fmt.number(job["gpu_hours"]), border=True)
     columns[4].metric("Attempts", job["attempts"] if job["attempts"] is not None else fmt.MISSING,
                       border=True)
@@ -101,11 +101,10 @@ def job_detail(job_id: str) -> None:
             key="attempts_timeline",
         )
     if not attempts.is_empty():
-        st.dataframe(
+        ui.table(
             attempts.select("attempt", "start_ts", "end_ts", "state", "exit_code", "reason",
                             "failure_class", "hardware_signal", "nodes", "steps"),
-            hide_index=True,
-        )
+                    )
     if job["wall_s"] is not None:
         st.plotly_chart(charts.goodput_breakdown(job), key="goodput_breakdown")
         st.caption(" · ".join(
@@ -130,13 +129,12 @@ def job_detail(job_id: str) -> None:
         hosts = ", ".join(f"rank {r['rank']} on {r['node']} gpu {r['gpu']}"
                           for r in stragglers.iter_rows(named=True))
         st.warning(f"{stragglers.height} straggler rank(s): {hosts}.")
-    st.dataframe(
+    ui.table(
         ranks.head(32).with_columns(
             (pl.col("slowest_share") * 100).alias("slowest_share_pct")
         ).select("attempt", "rank", "node", "gpu", "steps", "median_ratio", "p95_ratio",
                  "slowest_share_pct", "drag_s", "relative_score", "p_value", "is_straggler"),
-        hide_index=True,
-        column_config={
+                column_config={
             "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
             "p95_ratio": st.column_config.NumberColumn("p95 ratio", format="%.3f"),
             "slowest_share_pct": st.column_config.NumberColumn("slowest in % of steps", format="%.1f %%"),

@@ -34,14 +34,13 @@ def node_table(filters: ui.Filters) -> None:
         f"{len(nodes)} nodes, {ui.week_label(str(filters.week))}, {filters.cluster_label}. "
         "Worst first; click a column header to sort, a row to open the node."
     )
-    event = st.dataframe(
+    event = ui.table(
         nodes.select(
             "node", "cluster", "gpu_model", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "open_anomalies", "straggler_jobs",
             "ladder_step",
         ),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="node_table",
         column_config={
@@ -96,8 +95,8 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         lost = states.filter(pl.col("state") != "available")
         if lost.height:
             with st.expander(f"{lost.height} intervals not available"):
-                st.dataframe(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
-                             hide_index=True)
+                ui.table(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
+                             )
 
     conditions = data.query("node_conditions", **params)
     st.subheader("Condition history")
@@ -113,8 +112,8 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         )
         changes = conditions.filter(pl.len().over("condition") > 1)
         if changes.height:
-            st.dataframe(changes.select("condition", "status", "reason", "start_ts", "end_ts"),
-                         hide_index=True)
+            ui.table(changes.select("condition", "status", "reason", "start_ts", "end_ts"),
+                         )
 
     st.subheader("GPU telemetry (DCGM)")
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
@@ -133,14 +132,14 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     if anomalies.is_empty():
         left.success("No anomalies this week.")
     else:
-        left.dataframe(anomalies.select("severity", "kind", "gpu", "start_ts", "end_ts", "action",
-                                        "impact_gpu_h", "evidence"), hide_index=True)
+        ui.table(container=left, frame=anomalies.select("severity", "kind", "gpu", "start_ts", "end_ts", "action",
+                                        "impact_gpu_h", "evidence"))
     right.subheader("XID and GPU events")
     events = data.query("node_events", **params)
     if events.is_empty():
         right.success("No GPU events this week.")
     else:
-        right.dataframe(events.select("ts", "gpu", "kind", "code", "message"), hide_index=True)
+        ui.table(container=right, frame=events.select("ts", "gpu", "kind", "code", "message"))
 
     st.subheader("Jobs that ran here")
     jobs = data.query("node_jobs", **params)
@@ -148,11 +147,10 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         st.info("No job attempts on this node this week.")
         return
     st.caption("Click a row to open the job.")
-    event = st.dataframe(
+    event = ui.table(
         jobs.select("job_id", "name", "attempt", "start_ts", "end_ts", "attempt_state",
                     "failure_class", "hardware_signal", "final_state", "nodes", "gpu_h"),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="node_jobs",
         column_config={"gpu_h": st.column_config.NumberColumn("GPU-h", format="%.1f")},

@@ -75,13 +75,12 @@ if offenders.is_empty():
     left.success("No node lost GPU-hours or raised an anomaly this week.")
 else:
     left.caption("Ranked by GPU-hours unavailable + unknown. Click a row to open the node.")
-    event = left.dataframe(
+    event = ui.table(container=left, frame=
         offenders.select(
             "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "straggler_jobs", "ladder_step",
         ),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="top_nodes",
         column_config={
@@ -107,10 +106,9 @@ for column, severity in zip(right.columns(3), ("critical", "warn", "info")):
 if not open_anomalies.is_empty():
     right.caption(f"Open at the end of {filters.week}. Click a row to open its node or job.")
     shown = open_anomalies.head(10)
-    event = right.dataframe(
+    event = ui.table(container=right, frame=
         shown.select("severity", "kind", "node", "gpu", "job_id", "start_ts", "action"),
-        hide_index=True,
-        on_select="rerun",
+                on_select="rerun",
         selection_mode="single-row",
         key="open_anomalies",
         column_config={"start_ts": st.column_config.DatetimeColumn("since (UTC)", format="YYYY-MM-DD HH:mm")},
