@@ -20,6 +20,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
+from pipelines.stragglers import build_rank_slowdown
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
 
@@ -33,7 +34,20 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    return []
+    return [
+        Step("xid_catalogue"),
+        Step("goodput_attempts"),
+        Step("goodput_steps"),
+        Step("goodput_segments"),
+        Step("job_goodput"),
+        Step("rank_slowdown", run=build_rank_slowdown),
+        Step("node_state_intervals"),
+        Step("node_availability_daily"),
+        Step("fleet_availability_daily"),
+        Step("attempt_outcomes"),
+        Step("job_outcomes"),
+        Step("goodput_stack"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -70,7 +84,7 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    last = _last_compute(con)  # also creates compute_log, which --force needs too
+    last = _last_compute(con)  # also creates compute_log on a new database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):

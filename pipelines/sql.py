@@ -66,9 +66,8 @@ def query_pl(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> pl.DataFrame:
     """Run `queries/<name>.sql` and return a polars DataFrame."""
-    # A DuckDB 2 connection has no `.pl()`; a relation does (and copies nothing extra).
     sql = load_sql(name)
-    return con.sql(sql, params=bind(sql, params) or None).pl()
+    return con.sql(sql, params=bind(sql, params)).pl()
 
 
 def statements(script: str) -> list[str]:
