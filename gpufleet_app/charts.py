@@ -48,6 +48,11 @@ DAY_TICKS = "%a %d %b"
 TIME_TICKS = "%d %b %H:%M"
 
 
+def count_tick(largest: int | None) -> int:
+    """A whole-number tick step giving about five ticks (counts have no fractions)."""
+    return max(1, -(-int(largest or 0) // 5))
+
+
 def availability_trend(daily: pl.DataFrame) -> go.Figure:
     """Node availability per UTC day (percent) over node-hours lost (bars)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
@@ -75,7 +80,8 @@ def jobs_trend(daily: pl.DataFrame) -> go.Figure:
                 name="Failed (failed, node_fail, timeout, oom)", marker_color=STATE_COLORS["unavailable"])
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
-    fig.update_yaxes(title_text="jobs ended", rangemode="tozero", tickformat="d")
+    fig.update_yaxes(title_text="jobs ended", rangemode="tozero",
+                     dtick=count_tick(daily["eligible_jobs"].max()))
     return _layout(fig, "Jobs ended per day")
 
 
@@ -125,7 +131,8 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="Cumulative %",
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(tickangle=0)
-    fig.update_yaxes(title_text="failed attempts", secondary_y=False, tickformat="d")
+    fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
+                     dtick=count_tick(pareto["attempts"].max()))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], secondary_y=True, showgrid=False)
     return _layout(fig, "Failures by class and cause (Pareto)", height=360)
 

@@ -16,7 +16,7 @@ ALL_CLUSTERS = "*"
 REQUIRED_VIEWS = (
     "node_state_intervals", "node_availability_daily", "fleet_availability_daily", "job_outcomes",
     "attempt_outcomes", "job_goodput", "goodput_segments", "goodput_stack", "rank_slowdown",
-    "weekly_summary", "anomalies",
+    "anomalies",
 )
 
 OVERVIEW = "gpufleet_app/pages/overview.py"
@@ -51,6 +51,10 @@ def set_url(**params: str | None) -> None:
                 del st.query_params[name]
         elif st.query_params.get(name) != value:
             st.query_params[name] = value
+
+
+def has_table(name: str) -> bool:
+    return name in set(data.query("tables")["table_name"].to_list())
 
 
 def require_computed() -> None:

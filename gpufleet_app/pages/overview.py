@@ -12,12 +12,15 @@ params = filters.params()
 ui.stale_notice()
 
 # KPI row with week-over-week deltas
-summary = data.query("kpis", **params)
+summary = data.query("kpis", **params) if ui.has_table("weekly_summary") else None
+if summary is None:
+    st.warning("The weekly summary is not computed yet: run `gpufleet compute` for the KPI row.")
+    summary = pl.DataFrame({"week": []}, schema={"week": pl.String})
 this_week = summary.filter(pl.col("week") == str(filters.week))
 last_week = summary.filter(pl.col("week") == str(filters.week.previous()))
 current = this_week.row(0, named=True) if this_week.height else {}
 previous = last_week.row(0, named=True) if last_week.height else {}
-if not current:
+if not current and summary.columns != ["week"]:
     st.warning(
         f"No weekly summary for {filters.week} ({filters.cluster_label}). "
         "Run `gpufleet compute` to build it."
@@ -75,19 +78,19 @@ if offenders.is_empty():
     left.success("No node lost GPU-hours or raised an anomaly this week.")
 else:
     left.caption("Ranked by GPU-hours unavailable + unknown. Click a row to open the node.")
-    event = ui.table(container=left, frame=
+    event = ui.table(
         offenders.select(
             "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
-            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "straggler_jobs", "ladder_step",
+            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "ladder_step",
         ),
-                on_select="rerun",
+        container=left,
+        on_select="rerun",
         selection_mode="single-row",
         key="top_nodes",
         column_config={
             "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
             "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
             "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
-            "straggler_jobs": st.column_config.NumberColumn("straggler jobs"),
             "ladder_step": st.column_config.TextColumn("next step"),
         },
     )
@@ -106,12 +109,22 @@ for column, severity in zip(right.columns(3), ("critical", "warn", "info")):
 if not open_anomalies.is_empty():
     right.caption(f"Open at the end of {filters.week}. Click a row to open its node or job.")
     shown = open_anomalies.head(10)
-    event = ui.table(container=right, frame=
-        shown.select("severity", "kind", "node", "gpu", "job_id", "start_ts", "action"),
-                on_select="rerun",
+    event = ui.table(
+        shown.select(
+            "severity", "kind",
+            pl.when(pl.col("job_id").is_not_null())
+            .then(pl.format("{} rank {}", "job_id", "rank"))
+            .when(pl.col("gpu").is_not_null())
+            .then(pl.format("{} gpu {}", "node", "gpu"))
+            .otherwise(pl.col("node"))
+            .alias("entity"),
+            "start_ts", "action",
+        ),
+        container=right,
+        on_select="rerun",
         selection_mode="single-row",
         key="open_anomalies",
-        column_config={"start_ts": st.column_config.DatetimeColumn("since (UTC)", format="YYYY-MM-DD HH:mm")},
+        column_config={"start_ts": st.column_config.DatetimeColumn("since (UTC)", format="MM-DD HH:mm")},
     )
     if event.selection.rows:
         row = shown.row(event.selection.rows[0], named=True)

@@ -23,9 +23,9 @@ SELECT
     o.crash_loop,
     o.attempts,
     o.num_gpus,
-    o.gpu_hours,
-    g.goodput,
-    g.ettr,
+    CAST(o.gpu_hours AS DOUBLE) AS gpu_hours,
+    CAST(g.goodput AS DOUBLE) AS goodput,
+    CAST(g.ettr AS DOUBLE) AS ettr,
     coalesce(s.straggler_ranks, 0) AS straggler_ranks,
     j.start_ts,
     o.end_ts
