@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipelines.sql import load_sql, statements
+from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
 
 W47 = datetime(2026, 11, 16, tzinfo=UTC)
@@ -389,6 +389,7 @@ def build_app_db(path: Path) -> Path:
         con.register("__frame", frame)
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM __frame")
         con.unregister("__frame")
+    execute(con, "derived/gpu_samples_15m")
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")
     con.close()
