@@ -121,7 +121,8 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
 
 def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     """Failed attempts by class and cause, most frequent first, with the cumulative share."""
-    labels = [f"{c}<br>{cause}" for c, cause in zip(pareto["failure_class"], pareto["cause"])]
+    labels = [f"{c}<br>{cause.replace(' (', '<br>(')}"
+              for c, cause in zip(pareto["failure_class"], pareto["cause"])]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_bar(x=labels, y=pareto["attempts"].to_list(), name="Failed attempts",
                 marker_color=[CLASS_COLORS.get(c, "#999") for c in pareto["failure_class"]],

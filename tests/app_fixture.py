@@ -1,6 +1,9 @@
-"""The database the app tests read: ONE function builds it, `build_app_db(path)`.
+"""The database the app tests read: ONE function builds it, `build_app_db(path, fleet)`.
 
-A hand-made two-week fleet (2026-W47, 2026-W48; clusters c1 and c2, four 8-GPU
+`fleet="simulated"`: the real pipeline on a small simulated fleet (8 nodes, 3 days
+from Sunday 2026-11-22: simulate → ingest_files → compute).
+
+`fleet="handmade"`: a hand-made two-week fleet (2026-W47, 2026-W48; clusters c1 and c2, four 8-GPU
 nodes) with the landing tables the drill-downs read and the derived views the
 metrics pipeline produces, filled by hand so the app can be tested against the
 view contracts. Tests compare what the app shows with what the views hold, so
@@ -151,7 +154,8 @@ JOBS = [
 ATTEMPTS = [
     ("j-100", 0, ts(18), ts(18, 10), "succeeded", 0, None, ["gpu-002"], None, None),
     ("j-101", 0, ts(25, 8), ts(25, 10 + 5 / 60), "node_fail", None, "NodeFail", ["gpu-000", "gpu-001"],
-     "hardware", "xid 79 on gpu-001 gpu 3"),
+     "hardware", "node_fail reported by the scheduler; gpu-001 XID 79 "
+     "(ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 3"),
     ("j-101", 1, ts(25, 13), ts(25, 18), "succeeded", 0, None, ["gpu-000", "gpu-003"], None, None),
     ("j-102", 0, ts(26, 1), ts(26, 1 + 20 / 60), "failed", 1, "exit code 1", ["gpu-002"], "software", None),
     ("j-102", 1, ts(26, 1 + 25 / 60), ts(26, 1 + 45 / 60), "failed", 1, "exit code 1", ["gpu-002"],
@@ -369,8 +373,13 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     }
 
 
-def build_app_db(path: Path) -> Path:
-    """Write the app-test fleet to a new DuckDB file at `path` and return the path."""
+SIMULATED = {"nodes": 8, "days": 3, "seed": 1, "start": "2026-11-22T00:00:00"}
+
+
+def build_app_db(path: Path, fleet: str = "handmade") -> Path:
+    """Write the app-test fleet (`handmade` or `simulated`) to a new DuckDB file at `path`."""
+    if fleet == "simulated":
+        return _simulated(path)
     con = open_store(path)
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
@@ -392,5 +401,20 @@ def build_app_db(path: Path) -> Path:
     execute(con, "derived/gpu_samples_15m")
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")
+    con.close()
+    return path
+
+
+def _simulated(path: Path) -> Path:
+    from pipelines.compute import compute
+    from pipelines.config import Settings
+    from pipelines.simulate import SimulationConfig, simulate_to_dir
+    from pipelines.sources.files import ingest_files
+
+    landing = path.parent / f"{path.stem}-landing"
+    simulate_to_dir(SimulationConfig.create(**SIMULATED), landing)
+    con = open_store(path)
+    ingest_files(con, landing)
+    compute(con, Settings())
     con.close()
     return path

@@ -6,24 +6,14 @@ so the same assertions hold on a database the real pipeline computed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import duckdb
 import polars as pl
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from pipelines.store import open_store
 from tests.app_fixture import build_app_db
-
-ROOT = Path(__file__).resolve().parent.parent
-APP = ROOT / "app.py"
-PAGES = {
-    "nodes": "gpufleet_app/pages/nodes.py",
-    "jobs": "gpufleet_app/pages/jobs.py",
-    "anomalies": "gpufleet_app/pages/anomalies.py",
-}
+from tests.app_helpers import metrics, no_errors, open_page, pct, plotly_figures, pp, sql
 
 
 @pytest.fixture(scope="module")
@@ -36,48 +26,6 @@ def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GPUFLEET_DB", str(app_db))
     return app_db
 
-
-def sql(db: Path, query: str, params: list | None = None) -> pl.DataFrame:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        return con.sql(query, params=params).pl()
-    finally:
-        con.close()
-
-
-def open_page(page: str | None = None, **query: str) -> AppTest:
-    """Run the app on `page` (None = the overview) with URL query parameters."""
-    at = AppTest.from_file(str(APP), default_timeout=60)
-    if page is None:
-        at.query_params.update(query)
-        return at.run()
-    at.run()
-    at.switch_page(PAGES[page])
-    at.query_params.clear()
-    at.query_params.update(query)
-    return at.run()
-
-
-def no_errors(at: AppTest) -> None:
-    assert not at.exception, [e.message for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-
-
-def metrics(at: AppTest) -> dict[str, tuple[str, str]]:
-    return {m.label: (m.value, m.delta) for m in at.metric}
-
-
-def plotly_figures(at: AppTest) -> list[dict]:
-    return [json.loads(element.proto.spec) for element in at.get("plotly_chart")]
-
-
-def pct(ratio: float | None) -> str:
-    return "—" if ratio is None else f"{ratio * 100:.2f} %"
-
-
-def pp(cur: float | None, prev: float | None) -> str:
-    return "" if cur is None or prev is None else f"{(cur - prev) * 100:+.2f} pp"
 
 
 # ---------------------------------------------------------------- overview
