@@ -12,6 +12,8 @@ the same tests run unchanged on a database computed by the real pipeline.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -154,8 +156,8 @@ JOBS = [
 ATTEMPTS = [
     ("j-100", 0, ts(18), ts(18, 10), "succeeded", 0, None, ["gpu-002"], None, None),
     ("j-101", 0, ts(25, 8), ts(25, 10 + 5 / 60), "node_fail", None, "NodeFail", ["gpu-000", "gpu-001"],
-     "hardware", "node_fail reported by the scheduler; gpu-001 XID 79 "
-     "(ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 3"),
+     "hardware", ("node_fail reported by the scheduler; gpu-001 XID 79 "
+                  "(ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 3")),
     ("j-101", 1, ts(25, 13), ts(25, 18), "succeeded", 0, None, ["gpu-000", "gpu-003"], None, None),
     ("j-102", 0, ts(26, 1), ts(26, 1 + 20 / 60), "failed", 1, "exit code 1", ["gpu-002"], "software", None),
     ("j-102", 1, ts(26, 1 + 25 / 60), ts(26, 1 + 45 / 60), "failed", 1, "exit code 1", ["gpu-002"],
@@ -405,7 +407,22 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     return path
 
 
+_simulated_cache: dict[str, Path] = {}
+
+
 def _simulated(path: Path) -> Path:
+    """Simulate, ingest and compute once per test process; later calls copy that file."""
+    if "db" in _simulated_cache:
+        shutil.copyfile(_simulated_cache["db"], path)
+        return path
+    _build_simulated(path)
+    cache = Path(tempfile.mkdtemp(prefix="gpufleet-app-sim-")) / "fleet.duckdb"
+    shutil.copyfile(path, cache)
+    _simulated_cache["db"] = cache
+    return path
+
+
+def _build_simulated(path: Path) -> Path:
     from pipelines.compute import compute
     from pipelines.config import Settings
     from pipelines.simulate import SimulationConfig, simulate_to_dir
