@@ -121,14 +121,16 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
 
 def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     """Failed attempts by class and cause, most frequent first, with the cumulative share."""
-    labels = [f"{c}<br>{cause.replace(' (', '<br>(')}"
+    # Axis labels stay short (`XID 79`); the hover names the cause in full.
+    labels = [f"{c}<br>{cause.split(' (')[0] if cause.startswith('XID') else cause}"
               for c, cause in zip(pareto["failure_class"], pareto["cause"])]
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     fig.add_bar(x=labels, y=pareto["attempts"].to_list(), name="Failed attempts",
                 marker_color=[CLASS_COLORS.get(c, "#999") for c in pareto["failure_class"]],
                 secondary_y=False,
-                customdata=pareto["gpu_h"].to_list(),
-                hovertemplate="%{x}<br>%{y} attempts<br>%{customdata:,.1f} GPU-h<extra></extra>")
+                customdata=list(zip(pareto["cause"].to_list(), pareto["gpu_h"].to_list())),
+                hovertemplate="%{customdata[0]}<br>%{y} attempts<br>%{customdata[1]:,.1f} GPU-h"
+                              "<extra></extra>")
     fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="Cumulative %",
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(tickangle=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import polars as pl
 import streamlit as st
@@ -19,10 +20,11 @@ REQUIRED_VIEWS = (
     "anomalies",
 )
 
-OVERVIEW = "gpufleet_app/pages/overview.py"
-NODES = "gpufleet_app/pages/nodes.py"
-JOBS = "gpufleet_app/pages/jobs.py"
-ANOMALIES = "gpufleet_app/pages/anomalies.py"
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+OVERVIEW = PAGES_DIR / "overview.py"
+NODES = PAGES_DIR / "nodes.py"
+JOBS = PAGES_DIR / "jobs.py"
+ANOMALIES = PAGES_DIR / "anomalies.py"
 
 
 class NothingToShow(GpufleetError):

@@ -6,6 +6,7 @@ Every `GpufleetError` becomes a one-paragraph message and exit code 2.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -119,7 +120,11 @@ def simulate(
 
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
-    app_py = Path(__file__).resolve().parent.parent / "app.py"
+    # Located, not imported: pipelines/ never imports the app (or Streamlit).
+    spec = importlib.util.find_spec("gpufleet_app")
+    if spec is None or spec.origin is None:
+        raise GpufleetError("The dashboard package `gpufleet_app` is not installed.", "Reinstall gpufleet.")
+    app_py = Path(spec.origin).resolve().parent / "streamlit_app.py"
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(app_py),
         "--server.address", "127.0.0.1", "--server.port", str(port),

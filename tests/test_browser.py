@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium: overview → node → job, by clicking rows.
 
-Starts `streamlit run app.py` on 127.0.0.1 (a free port), waits (bounded) for
+Starts `gpufleet app` (`streamlit run`) on 127.0.0.1 (a free port), waits (bounded) for
 /_stcore/health, drives Debian's Chromium with playwright, saves screenshots under
 test-artifacts/, and always stops the server.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -51,13 +52,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = build_app_db(tmp_path_factory.mktemp("browser") / "fleet.duckdb")
     port = free_port()
     log = (tmp_path_factory.mktemp("log") / "streamlit.log").open("w")
+    # `gpufleet app` runs `streamlit run` on 127.0.0.1; its own session so the kill reaches both.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-         "--client.toolbarMode", "viewer"],
-        cwd=ROOT, env={**os.environ, "GPUFLEET_DB": str(db), "PYTHONPATH": str(ROOT)},
-        stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -74,11 +73,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
             time.sleep(0.3)
         yield base, db
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         log.close()
 

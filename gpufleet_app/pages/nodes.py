@@ -38,7 +38,7 @@ def node_table(filters: ui.Filters) -> None:
         nodes.select(
             "node", "cluster", "gpu_model", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "open_anomalies", "straggler_jobs",
-            "ladder_step",
+            pl.col("ladder_step").fill_null("—"),
         ),
                 on_select="rerun",
         selection_mode="single-row",

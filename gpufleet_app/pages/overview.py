@@ -68,7 +68,7 @@ else:
     right.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
 
 # Top offending nodes and open anomalies
-left, right = st.columns([3, 2])
+left, right = st.columns([1, 1])
 nodes = data.query("node_table", **params)
 offenders = nodes.filter(
     (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
@@ -81,7 +81,7 @@ else:
     event = ui.table(
         offenders.select(
             "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
-            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "ladder_step",
+            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
         ),
         container=left,
         on_select="rerun",
