@@ -37,6 +37,7 @@ def _steps() -> list[Step]:
     return [
         Step("xid_catalogue"),
         Step("goodput_attempts"),
+        Step("goodput_checkpoints"),
         Step("goodput_steps"),
         Step("goodput_segments"),
         Step("job_goodput"),

@@ -31,6 +31,13 @@ class AvailabilitySettings:
     good_when_true_suffixes: list[str] = field(default_factory=lambda: ["Ready", "Healthy"])
     """Conditions named so (or exactly so) are good when `True`; all others when `False`."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.staleness_s, int) or self.staleness_s <= 0:
+            raise ConfigError(
+                f"`availability.staleness_s` must be a positive number of seconds, not `{self.staleness_s}`.",
+                "Set it to at least the scrape interval, e.g. staleness_s = 300.",
+            )
+
 
 @dataclass(frozen=True)
 class FailureSettings:

@@ -266,3 +266,14 @@ def test_a_node_missing_from_the_inventory_is_unknown(con):
     assert intervals(con, "ghost") == [("23:00", "02:00", "unknown", "not in nodes inventory")]
     assert con.execute("SELECT cluster, availability FROM node_availability_daily WHERE node = 'ghost'").fetchall() == [
         ("unlisted", 0.0), ("unlisted", 0.0)]
+
+
+@pytest.mark.parametrize("value", ["0", "-60", '"5m"'])
+def test_staleness_must_be_positive_seconds(tmp_path, value):
+    from pipelines.config import load_settings
+    from pipelines.errors import ConfigError
+
+    path = tmp_path / "gpufleet.toml"
+    path.write_text(f"[availability]\nstaleness_s = {value}\n")
+    with pytest.raises(ConfigError, match="staleness_s"):
+        load_settings(path)
