@@ -284,3 +284,17 @@ def test_uncomputed_database_gives_the_command_to_run(tmp_path: Path, monkeypatc
         assert not at.exception
         assert any("no computed metrics" in i.value for i in at.info), page
         assert any("gpufleet compute" in m.value for m in at.markdown), page
+
+
+def test_node_chart_field_from_the_url(use_db: Path) -> None:
+    at = open_page("nodes", node="gpu-000", week="2026-W48", metric="DCGM_FI_DEV_GPU_TEMP")
+    no_errors(at)
+    chart = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"] == "GPU temperature (°C)")
+    expected = sql(use_db, """
+        SELECT max(value) AS hottest FROM gpu_samples
+        WHERE node = 'gpu-000' AND metric = 'DCGM_FI_DEV_GPU_TEMP'
+          AND ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND ts < TIMESTAMPTZ '2026-11-30 00:00+00'""")
+    # 15-minute means never exceed the hottest raw sample (fixture: 88 °C on the throttled gpu 5).
+    assert max(max(trace["y"]) for trace in chart["data"]) <= expected["hottest"][0]
+    assert len(chart["data"]) == 8  # one line per GPU
+    assert at.query_params["metric"] == "DCGM_FI_DEV_GPU_TEMP"

@@ -119,7 +119,10 @@ def job_detail(job_id: str) -> None:
         return
     attempt = with_steps[-1]
     if len(with_steps) > 1:
-        attempt = st.selectbox("Attempt", with_steps, index=len(with_steps) - 1)
+        asked = ui.url_param("attempt")
+        wanted = int(asked) if asked and asked.isdigit() and int(asked) in with_steps else attempt
+        attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
+        ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
     cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)
     st.plotly_chart(charts.rank_heatmap(cells), key="rank_heatmap")
     stragglers = ranks.filter(pl.col("is_straggler"))

@@ -118,7 +118,11 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     st.subheader("GPU telemetry (DCGM)")
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
                            all_time=False)
-    metric = st.selectbox("Field", list(GPU_METRICS), format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
+    fields = list(GPU_METRICS)
+    asked = ui.url_param("metric")
+    metric = st.selectbox("Field", fields, index=fields.index(asked) if asked in fields else 0,
+                          format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
+    ui.set_url(metric=None if metric == fields[0] else metric)
     samples = data.query("node_metric", **params, metric=metric, bucket_s=METRIC_BUCKET_S)
     if samples.is_empty():
         st.info(f"No `{metric}` samples from this node this week.")
