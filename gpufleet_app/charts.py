@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import plotly.graph_objects as go
 import polars as pl
@@ -46,6 +46,15 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
 
 DAY_TICKS = "%a %d %b"
 TIME_TICKS = "%d %b %H:%M"
+
+
+def _utc_naive(times: pl.Series):
+    """UTC timestamps as numpy datetime64 (the axis is labelled UTC)."""
+    return times.dt.convert_time_zone("UTC").dt.replace_time_zone(None).to_numpy()
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def count_tick(largest: int | None) -> int:
@@ -166,7 +175,8 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
     fig = go.Figure()
     for gpu in sorted(samples["gpu"].unique().to_list()):
         part = samples.filter(pl.col("gpu") == gpu)
-        fig.add_scatter(x=part["bucket_ts"].to_list(), y=part["value"].to_list(), mode="lines",
+        # numpy arrays: plotly validates and encodes them in one step (lists go point by point).
+        fig.add_scatter(x=_utc_naive(part["bucket_ts"]), y=part["value"].to_numpy(), mode="lines",
                         name=f"gpu {gpu}", line={"width": 1.5})
     horizon = samples["bucket_ts"].max() if not samples.is_empty() else None
     for row in anomalies.iter_rows(named=True):
@@ -174,7 +184,7 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
         if end is None:
             continue
         where = f"gpu {row['gpu']}" if row["gpu"] is not None else "node"
-        fig.add_vrect(x0=row["start_ts"], x1=end, fillcolor=SEVERITY_COLORS.get(row["severity"], "#999"),
+        fig.add_vrect(x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=SEVERITY_COLORS.get(row["severity"], "#999"),
                       opacity=0.15, line_width=0,
                       annotation_text=f"{row['kind']} ({where})", annotation_position="top left",
                       annotation_font_size=10)

@@ -6,6 +6,8 @@ runs the same from a checkout and from an installed wheel.
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from gpufleet_app import data, ui
@@ -21,9 +23,12 @@ def render() -> None:
         st.Page(ui.JOBS, title="Jobs", icon=":material/work:", url_path="jobs"),
         st.Page(ui.ANOMALIES, title="Anomalies", icon=":material/warning:", url_path="anomalies"),
     ])
+    started = time.perf_counter()
     with data.page_run():
         try:
             navigation.run()
         except GpufleetError as error:
             ui.show_error(error)
         ui.sidebar_status()
+    # Script time of the last completed run, for the render-time benchmark (seconds).
+    st.session_state["render_s"] = time.perf_counter() - started

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 from streamlit.testing.v1 import AppTest
 
@@ -59,3 +61,10 @@ def pct(ratio: float | None) -> str:
 
 def pp(cur: float | None, prev: float | None) -> str:
     return "" if cur is None or prev is None else f"{(cur - prev) * 100:+.2f} pp"
+
+
+def values(array: list | dict) -> list:
+    """A plotly trace array as a list (plotly encodes numpy arrays as base64 `bdata`)."""
+    if isinstance(array, dict) and "bdata" in array:
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)

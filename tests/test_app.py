@@ -13,7 +13,7 @@ import pytest
 
 from pipelines.store import open_store
 from tests.app_fixture import build_app_db
-from tests.app_helpers import metrics, no_errors, open_page, pct, plotly_figures, pp, sql
+from tests.app_helpers import metrics, no_errors, open_page, pct, plotly_figures, pp, sql, values
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +295,6 @@ def test_node_chart_field_from_the_url(use_db: Path) -> None:
         WHERE node = 'gpu-000' AND metric = 'DCGM_FI_DEV_GPU_TEMP'
           AND ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND ts < TIMESTAMPTZ '2026-11-30 00:00+00'""")
     # 15-minute means never exceed the hottest raw sample (fixture: 88 °C on the throttled gpu 5).
-    assert max(max(trace["y"]) for trace in chart["data"]) <= expected["hottest"][0]
+    assert max(max(values(trace["y"])) for trace in chart["data"]) <= expected["hottest"][0]
     assert len(chart["data"]) == 8  # one line per GPU
     assert at.query_params["metric"] == "DCGM_FI_DEV_GPU_TEMP"
