@@ -37,14 +37,14 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "font": {"size": 15}},
         height=height,
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
-        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "font": {"size": 11}},
     )
     fig.update_xaxes(automargin=True)
     return fig
 
 
-DAY_TICKS = "%a %d %b"
+DAY_TICKS = "%a %d"
 TIME_TICKS = "%d %b %H:%M"
 
 
@@ -75,7 +75,8 @@ def availability_trend(daily: pl.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(title_text="availability %", secondary_y=False)
-    fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False)
+    fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False,
+                     tickmode="auto", nticks=5, rangemode="tozero")
     return _layout(fig, "Node availability per day")
 
 
@@ -129,24 +130,29 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
 
 
 def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
-    """Failed attempts by class and cause, most frequent first, with the cumulative share."""
+    """Failed attempts by cause (bars coloured by failure class), most frequent first,
+    with the cumulative share of all failed attempts."""
     # Axis labels stay short (`XID 79`); the hover names the cause in full.
-    labels = [f"{c}<br>{cause.split(' (')[0] if cause.startswith('XID') else cause}"
-              for c, cause in zip(pareto["failure_class"], pareto["cause"])]
+    labels = [cause.split(" (")[0] if cause.startswith("XID") else cause for cause in pareto["cause"]]
+    labels = [f"{label} [{c}]" if labels.count(label) > 1 else label
+              for label, c in zip(labels, pareto["failure_class"])]
+    framed = pareto.with_columns(label=pl.Series(labels))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_bar(x=labels, y=pareto["attempts"].to_list(), name="Failed attempts",
-                marker_color=[CLASS_COLORS.get(c, "#999") for c in pareto["failure_class"]],
-                secondary_y=False,
-                customdata=list(zip(pareto["cause"].to_list(), pareto["gpu_h"].to_list())),
-                hovertemplate="%{customdata[0]}<br>%{y} attempts<br>%{customdata[1]:,.1f} GPU-h"
-                              "<extra></extra>")
-    fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="Cumulative %",
+    for failure_class in framed["failure_class"].unique(maintain_order=True).to_list():
+        part = framed.filter(pl.col("failure_class") == failure_class)
+        fig.add_bar(x=part["label"].to_list(), y=part["attempts"].to_list(), name=failure_class,
+                    marker_color=CLASS_COLORS.get(failure_class, "#999"), secondary_y=False,
+                    customdata=list(zip(part["cause"].to_list(), part["gpu_h"].to_list())),
+                    hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
+                                  "%{customdata[1]:,.1f} GPU-h<extra></extra>")
+    fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="cumulative %",
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
-    fig.update_xaxes(tickangle=0)
+    fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
     fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
                      dtick=count_tick(pareto["attempts"].max()))
-    fig.update_yaxes(title_text="cumulative %", range=[0, 105], secondary_y=True, showgrid=False)
-    return _layout(fig, "Failures by class and cause (Pareto)", height=360)
+    fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
+                     showgrid=False, tickmode="linear")
+    return _layout(fig, "Failed attempts by cause (Pareto)", height=380)
 
 
 def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str], title: str,
@@ -170,9 +176,22 @@ def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str],
     return _layout(fig, title, height=height)
 
 
-def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str) -> go.Figure:
-    """One line per GPU; anomaly spans of the node overlaid as shaded bands."""
+def _with_gaps(samples: pl.DataFrame, bucket_s: int) -> pl.DataFrame:
+    """Every bucket between the first and the last, null where a GPU sent nothing,
+    so a telemetry gap shows as a break in the line instead of a straight segment."""
+    if samples.is_empty():
+        return samples
+    grid = pl.DataFrame({"bucket_ts": pl.datetime_range(
+        samples["bucket_ts"].min(), samples["bucket_ts"].max(), f"{bucket_s}s", eager=True
+    )}).join(samples.select("gpu").unique(), how="cross")
+    return grid.join(samples, on=["gpu", "bucket_ts"], how="left").sort("gpu", "bucket_ts")
+
+
+def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str,
+               bucket_s: int = 900) -> go.Figure:
+    """One line per GPU (bucket means; gaps left empty); the node's anomaly spans shaded."""
     fig = go.Figure()
+    samples = _with_gaps(samples, bucket_s)
     for gpu in sorted(samples["gpu"].unique().to_list()):
         part = samples.filter(pl.col("gpu") == gpu)
         # numpy arrays: plotly validates and encodes them in one step (lists go point by point).

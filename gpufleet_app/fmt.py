@@ -58,3 +58,14 @@ def duration_s(seconds: float | None) -> str:
     if s >= 60:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s} s"
+
+
+def compact_s(seconds: float | None) -> str:
+    """A duration that fits a KPI tile: 36 → `36 s`, 570 → `9.5 min`, 8640 → `2.4 h`."""
+    if _missing(seconds):
+        return MISSING
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.1f} h"

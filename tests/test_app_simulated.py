@@ -49,8 +49,8 @@ def test_overview_on_the_simulated_fleet(use_sim: Path) -> None:
     assert sum(steps.values()) == pytest.approx(stack["prod"], abs=1e-6)
     failed = sql(use_sim, "SELECT count(*) AS n FROM attempt_outcomes WHERE failure_class IS NOT NULL "
                  "AND end_ts >= ? AND end_ts < ?", [start, end])["n"][0]
-    pareto = next(f for f in figures if f["layout"]["title"]["text"].startswith("Failures"))
-    assert sum(pareto["data"][0]["y"]) == failed
+    pareto = next(f for f in figures if f["layout"]["title"]["text"].startswith("Failed attempts"))
+    assert sum(n for trace in pareto["data"] if trace["type"] == "bar" for n in trace["y"]) == failed
     if "weekly_summary" in set(sql(use_sim, "SELECT table_name FROM duckdb_tables()")["table_name"]):
         row = sql(use_sim, "SELECT node_availability FROM weekly_summary WHERE week = ? "
                   "AND coalesce(cluster, '*') = '*'", [week])
@@ -94,7 +94,7 @@ def test_straggler_job_drill_down(use_sim: Path) -> None:
     assert at.title[0].value == f"Job {job}"
     warning = next(w.value for w in at.warning if "straggler rank" in w.value)
     for _, _, rank, node, gpu in stragglers.filter(pl.col("job_id") == job).iter_rows():
-        assert f"rank {rank} on {node} gpu {gpu}" in warning
+        assert f"rank {rank} (gpu {gpu})" in warning and node in warning
     goodput = sql(use_sim, "SELECT goodput FROM job_goodput WHERE job_id = ?", [job])["goodput"][0]
     assert metrics(at)["Goodput"][0] == pct(goodput)
     heatmap = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")["data"][0]

@@ -67,6 +67,9 @@ def test_every_day_lies_in_its_iso_week(day: date) -> None:
         (fmt.duration_s(3725), "1 h 02 min"),  # 3600 + 2 x 60 + 5
         (fmt.duration_s(95), "1 min 35 s"),
         (fmt.duration_s(36), "36 s"),
+        (fmt.compact_s(36.0), "36 s"),
+        (fmt.compact_s(570.0), "9.5 min"),  # 570 / 60
+        (fmt.compact_s(8640.0), "2.4 h"),  # 8640 / 3600
         (fmt.timestamp(datetime(2026, 11, 25, 10, 0, tzinfo=UTC)), "2026-11-25 10:00 UTC"),
     ],
 )

@@ -19,6 +19,16 @@ OUTCOMES = {
 }
 
 
+def attempts_gpus_per_host(attempts: pl.DataFrame) -> int | None:
+    """GPUs per node of the job (its GPUs / its nodes), when every node holds the same share."""
+    if attempts.is_empty():
+        return None
+    row = attempts.row(-1, named=True)
+    nodes = len(row["nodes"] or [])
+    gpus = row.get("num_gpus")
+    return gpus // nodes if nodes and gpus and gpus % nodes == 0 else None
+
+
 def job_table(filters: ui.Filters) -> None:
     asked = ui.url_param("outcome") or "*"
     if asked not in OUTCOMES:
@@ -87,7 +97,7 @@ def job_detail(job_id: str) -> None:
     columns[3].metric("GPU-hours", fmt.number(job["gpu_hours"]), border=True)
     columns[4].metric("Attempts", job["attempts"] if job["attempts"] is not None else fmt.MISSING,
                       border=True)
-    columns[5].metric("Straggler drag", fmt.duration_s(job["straggler_drag_s"]), border=True,
+    columns[5].metric("Straggler drag", fmt.compact_s(job["straggler_drag_s"]), border=True,
                       help="Sum over steps of (slowest rank − median rank): the cost of the slowest rank.")
 
     segments = data.query("job_segments", job=job_id)
@@ -129,9 +139,15 @@ def job_detail(job_id: str) -> None:
     if stragglers.is_empty():
         st.success("No straggler rank: no rank is consistently slower than its peers.")
     else:
-        hosts = ", ".join(f"rank {r['rank']} on {r['node']} gpu {r['gpu']}"
-                          for r in stragglers.iter_rows(named=True))
-        st.warning(f"{stragglers.height} straggler rank(s): {hosts}.")
+        gpus_per_host = attempts_gpus_per_host(attempts)
+        lines = []
+        for node, ranks in stragglers.group_by("node", maintain_order=True):
+            listed = ", ".join(f"rank {r['rank']} (gpu {r['gpu']})" for r in ranks.iter_rows(named=True))
+            whole_host = gpus_per_host and ranks["gpu"].n_unique() >= gpus_per_host
+            verdict = (" — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
+                       if whole_host else "")
+            lines.append(f"- **{node[0]}**: {listed}{verdict}")
+        st.warning(f"{stragglers.height} straggler rank(s):\n" + "\n".join(lines))
     ui.table(
         ranks.head(32).with_columns(
             (pl.col("slowest_share") * 100).alias("slowest_share_pct")

@@ -127,9 +127,9 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     if samples.is_empty():
         st.info(f"No `{metric}` samples from this node this week.")
     else:
-        st.plotly_chart(charts.gpu_metric(samples, anomalies, GPU_METRICS[metric]), key="gpu_metric")
-        st.caption("15-minute averages per GPU; shaded bands are the node's anomalies "
-                   "(red critical, yellow warn, blue info).")
+        st.plotly_chart(charts.gpu_metric(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S), key="gpu_metric")
+        st.caption("15-minute averages per GPU; a break in a line is a telemetry gap. Shaded bands "
+                   "are the node's anomalies (red critical, yellow warn, blue info).")
 
     left, right = st.columns(2)
     left.subheader("Anomalies")

@@ -1,5 +1,5 @@
 -- The attempts of one job ($job), oldest first: state, exit code, failure class and
--- hardware signal (why it failed), its nodes, and how many step timings it logged.
+-- hardware signal (why it failed), its nodes and GPUs, and how many steps it logged.
 SELECT
     a.attempt,
     a.start_ts,
@@ -12,6 +12,7 @@ SELECT
     o.hardware_signal,
     o.implicated_nodes,
     a.nodes,
+    o.num_gpus,
     (SELECT count(DISTINCT step) FROM rank_steps r WHERE r.job_id = a.job_id AND r.attempt = a.attempt)
         AS steps
 FROM job_attempts a
