@@ -68,7 +68,7 @@ else:
     right.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
 
 # Top offending nodes and open anomalies
-left, right = st.columns([1, 1])
+left, right = st.columns([3, 2])
 nodes = data.query("node_table", **params)
 offenders = nodes.filter(
     (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
