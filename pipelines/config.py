@@ -50,17 +50,17 @@ class FailureSettings:
     hardware_anomaly_kinds: list[str] = field(
         default_factory=lambda: [
             "xid",
+            "ecc_sbe_rate",
             "ecc_dbe",
-            "ecc_sbe_rising",
             "row_remap_failure",
             "row_remap_pending",
-            "pcie_replay",
-            "nvlink_errors",
-            "nic_links_missing",
-            "telemetry_gap",
+            "pcie_replay_rate",
+            "nvlink_error_rate",
+            "nic_links_down",
         ]
     )
-    """Anomaly kinds that count as a hardware signal when classifying a failed attempt."""
+    """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
+    hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
     xid_catalogue: str = ""
     """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 
