@@ -299,3 +299,30 @@ def test_node_chart_field_from_the_url(use_db: Path) -> None:
     assert max(max(values(trace["y"])) for trace in chart["data"]) <= expected["hottest"][0]
     assert len(chart["data"]) == 8  # one line per GPU
     assert at.query_params["metric"] == "DCGM_FI_DEV_GPU_TEMP"
+
+
+@pytest.mark.parametrize(
+    ("page", "query", "column", "expected_sql"),
+    [
+        # Nodes of cluster c2 only (fixture: gpu-002, gpu-003).
+        ("nodes", {"cluster": "c2"}, "node", "SELECT node AS v FROM nodes WHERE cluster = 'c2'"),
+        # Jobs that count against the success rate: eligible and not succeeded (fixture: j-102).
+        ("jobs", {"outcome": "failed"}, "job_id",
+         ("SELECT job_id AS v FROM job_outcomes WHERE eligible AND NOT succeeded "
+         "AND end_ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND end_ts < TIMESTAMPTZ '2026-11-30 00:00+00'")),
+        # Cancelled jobs are listed under their own state (fixture: j-104).
+        ("jobs", {"outcome": "cancelled"}, "job_id",
+         ("SELECT job_id AS v FROM job_outcomes WHERE final_state = 'cancelled' "
+         "AND end_ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND end_ts < TIMESTAMPTZ '2026-11-30 00:00+00'")),
+    ],
+)
+def test_table_filters_from_the_url(
+    use_db: Path, page: str, query: dict[str, str], column: str, expected_sql: str
+) -> None:
+    at = open_page(page, week="2026-W48", **query)
+    no_errors(at)
+    expected = set(sql(use_db, expected_sql)["v"])
+    assert expected
+    assert set(at.dataframe[0].value[column]) == expected
+    for name, value in query.items():
+        assert at.query_params[name] == value
