@@ -52,9 +52,19 @@ def test_overview_on_the_simulated_fleet(use_sim: Path) -> None:
     pareto = next(f for f in figures if f["layout"]["title"]["text"].startswith("Failed attempts"))
     assert sum(n for trace in pareto["data"] if trace["type"] == "bar" for n in trace["y"]) == failed
     if "weekly_summary" in set(sql(use_sim, "SELECT table_name FROM duckdb_tables()")["table_name"]):
-        row = sql(use_sim, "SELECT node_availability FROM weekly_summary WHERE week = ? "
-                  "AND coalesce(cluster, '*') = '*'", [week])
-        assert metrics(at)["Node availability"][0] == pct(row["node_availability"][0])
+        row = sql(use_sim, "SELECT * FROM weekly_summary WHERE week = ? AND coalesce(cluster, '*') = '*'",
+                  [week]).row(0, named=True)
+        shown = metrics(at)
+        for column, label in [
+            ("node_availability", "Node availability"),
+            ("job_success_rate", "Job success rate"),
+            ("job_success_rate_gpu_h", "Job success (GPU-h weighted)"),
+            ("goodput", "Goodput"),
+            ("ettr", "ETTR"),
+        ]:
+            assert shown[label][0] == pct(row[column]), label
+        mttr = row["mttr_h"]
+        assert shown["MTTR"][0] == ("—" if mttr is None else f"{mttr:,.1f} h")
     else:
         assert any("weekly summary is not computed" in w.value for w in at.warning)
 
