@@ -177,14 +177,21 @@ def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str],
 
 
 def _with_gaps(samples: pl.DataFrame, bucket_s: int) -> pl.DataFrame:
-    """Every bucket between the first and the last, null where a GPU sent nothing,
-    so a telemetry gap shows as a break in the line instead of a straight segment."""
+    """A null point after every bucket followed by a silence longer than twice the GPU's
+    usual spacing (at least two buckets), so a telemetry gap shows as a break in the line
+    instead of a straight segment, whatever the scrape interval."""
     if samples.is_empty():
         return samples
-    grid = pl.DataFrame({"bucket_ts": pl.datetime_range(
-        samples["bucket_ts"].min(), samples["bucket_ts"].max(), f"{bucket_s}s", eager=True
-    )}).join(samples.select("gpu").unique(), how="cross")
-    return grid.join(samples, on=["gpu", "bucket_ts"], how="left").sort("gpu", "bucket_ts")
+    spaced = samples.sort("gpu", "bucket_ts").with_columns(
+        gap_s=(pl.col("bucket_ts").shift(-1).over("gpu") - pl.col("bucket_ts")).dt.total_seconds()
+    )
+    usual = spaced.group_by("gpu").agg(usual_s=pl.col("gap_s").median())
+    breaks = (
+        spaced.join(usual, on="gpu")
+        .filter(pl.col("gap_s") > pl.max_horizontal(2 * pl.col("usual_s"), pl.lit(2 * bucket_s)))
+        .select("gpu", (pl.col("bucket_ts") + pl.duration(seconds=bucket_s)).alias("bucket_ts"))
+    )
+    return pl.concat([samples, breaks], how="diagonal_relaxed").sort("gpu", "bucket_ts")
 
 
 def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -107,3 +107,27 @@ def test_reader_on_a_missing_file_raises_and_creates_nothing(tmp_path: Path) -> 
     with pytest.raises(DatabaseMissingError):
         reader.connection()
     assert not (tmp_path / "missing.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("minutes", "breaks"),
+    [
+        ([0, 15, 30, 45, 60], 0),  # every 15-minute bucket present: one unbroken line
+        ([0, 30, 60, 90], 0),  # a 30-minute scrape: sparse but regular, no gap
+        ([0, 15, 30, 120, 135], 1),  # 90 minutes of silence after 00:30: one break
+    ],
+)
+def test_gpu_chart_breaks_only_at_telemetry_gaps(minutes: list[int], breaks: int) -> None:
+    import polars as pl
+
+    from gpufleet_app.charts import _with_gaps
+
+    start = datetime(2026, 11, 23, tzinfo=UTC)
+    samples = pl.DataFrame({
+        "gpu": [0] * len(minutes),
+        "bucket_ts": [start + timedelta(minutes=m) for m in minutes],
+        "value": [1.0] * len(minutes),
+    })
+    drawn = _with_gaps(samples, 900)
+    assert drawn["value"].null_count() == breaks
+    assert drawn.height == len(minutes) + breaks
