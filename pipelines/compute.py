@@ -48,6 +48,7 @@ def _steps() -> list[Step]:
         Step("attempt_outcomes"),
         Step("job_outcomes"),
         Step("goodput_stack"),
+        Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
         # These read every metric table above: keep them last.
         Step("attempt_clusters"),
         Step("weekly_summary"),
