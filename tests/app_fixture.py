@@ -401,6 +401,7 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM __frame")
         con.unregister("__frame")
     execute(con, "derived/gpu_samples_15m")
+    execute(con, "derived/attempt_clusters")
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")
     con.close()

@@ -2,7 +2,7 @@
 -- node availability = (available + degraded) / (in fleet - maintenance), from
 -- summed seconds across nodes; node-hours unavailable / unknown; jobs that ended
 -- that day and were eligible for the success rate, and how many succeeded.
--- A job belongs to the cluster of the first node of its first attempt.
+-- A job belongs to its `attempt_clusters.job_cluster` (where most of its nodes are).
 WITH avail AS (
     SELECT
         day,
@@ -16,10 +16,7 @@ WITH avail AS (
     GROUP BY day
 ),
 job_cluster AS (
-    SELECT a.job_id, any_value(n.cluster) AS cluster
-    FROM (SELECT job_id, arg_min(nodes[1], attempt) AS first_node FROM job_attempts GROUP BY job_id) a
-    JOIN nodes n ON n.node = a.first_node
-    GROUP BY a.job_id
+    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
 ),
 jobs AS (
     SELECT

@@ -5,9 +5,10 @@
 -- unknown), else node_fail; without a hardware signal, the attempt's state and exit code.
 -- cum_share = running share of all failed attempts (0-1), for the Pareto line.
 WITH attempt_cluster AS (
-    SELECT a.job_id, a.attempt, n.cluster, a.exit_code
+    -- the cluster most of the attempt's nodes are in, as in the weekly summary
+    SELECT a.job_id, a.attempt, c.cluster, a.exit_code
     FROM job_attempts a
-    LEFT JOIN nodes n ON n.node = a.nodes[1]
+    LEFT JOIN attempt_clusters c USING (job_id, attempt)
 ),
 failed AS (
     SELECT

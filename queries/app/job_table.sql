@@ -1,11 +1,11 @@
 -- Jobs that ended in [$week_start, $week_end) or were still running at its end,
--- for $cluster ('*' = all; a job belongs to the cluster of the first node of its
--- first attempt) and $outcome ('*' = all, 'failed' = eligible and not succeeded,
+-- for $cluster ('*' = all; a job belongs to its `attempt_clusters.job_cluster`, the
+-- cluster most of its nodes are in, as in the weekly summary) and $outcome ('*' = all, 'failed' = eligible and not succeeded,
 -- else a final state). goodput and ettr are 0-1 ratios (job_goodput), gpu_hours =
 -- sum over attempts of GPUs x attempt length / 3600; straggler_ranks = ranks with
 -- a straggler verdict in any attempt.
-WITH first_node AS (
-    SELECT job_id, arg_min(nodes[1], attempt) AS node FROM job_attempts GROUP BY job_id
+WITH job_cluster AS (
+    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
 ),
 stragglers AS (
     SELECT job_id, count(DISTINCT rank) FILTER (WHERE is_straggler) AS straggler_ranks
@@ -17,7 +17,7 @@ SELECT
     j.name,
     j."user",
     j.team,
-    n.cluster,
+    c.cluster,
     o.final_state,
     o.failure_class,
     o.crash_loop,
@@ -32,12 +32,11 @@ SELECT
 FROM job_outcomes o
 LEFT JOIN jobs j USING (job_id)
 LEFT JOIN job_goodput g USING (job_id)
-LEFT JOIN first_node f USING (job_id)
-LEFT JOIN nodes n ON n.node = f.node
+LEFT JOIN job_cluster c USING (job_id)
 LEFT JOIN stragglers s USING (job_id)
 WHERE ((o.end_ts >= $week_start AND o.end_ts < $week_end)
        OR (o.end_ts IS NULL AND j.start_ts < $week_end))
-  AND ($cluster = '*' OR n.cluster = $cluster)
+  AND ($cluster = '*' OR c.cluster = $cluster)
   AND ($outcome = '*'
        OR ($outcome = 'failed' AND o.eligible AND NOT o.succeeded)
        OR o.final_state = $outcome)
