@@ -6,6 +6,7 @@ Every `GpufleetError` becomes a one-paragraph message and exit code 2.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -69,9 +70,9 @@ def ingest_files_cmd(
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status(f"Loading {folder} ..."):
         results = ingest_files(con, folder)
     _print_loads(results)
@@ -202,10 +203,10 @@ def compute(
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
     from pipelines.compute import compute as run_compute
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     settings = ctx.obj.settings()
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status("Computing ...") as status:
         result = run_compute(con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ..."))
     if result.skipped:
@@ -242,12 +243,16 @@ def simulate(
 
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
-    app_py = Path(__file__).resolve().parent.parent / "app.py"
+    # Located, not imported: pipelines/ never imports the app (or Streamlit).
+    spec = importlib.util.find_spec("gpufleet_app")
+    if spec is None or spec.origin is None:
+        raise GpufleetError("The dashboard package `gpufleet_app` is not installed.", "Reinstall gpufleet.")
+    app_py = Path(spec.origin).resolve().parent / "streamlit_app.py"
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(app_py),
         "--server.address", "127.0.0.1", "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
-        "--browser.gatherUsageStats", "false",
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
     raise typer.Exit(subprocess.call(cmd, env=env))
@@ -278,12 +283,12 @@ def demo(
     from pipelines.demo import demo_summary
     from pipelines.simulate import SimulationConfig, simulate_to_dir
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
-    con = open_store(db)
+    con = open_store(db, retries=WRITER_RETRIES)
     with console.status("Loading ..."):
         ingest_files(con, data)
     with console.status("Computing ..."):

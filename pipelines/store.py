@@ -66,9 +66,17 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
-def open_store(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """A writable connection with the landing schema in place."""
-    con = connect(path)
+WRITER_RETRIES = 30
+"""Lock retries of a writing command (~1 min): readers such as the dashboard hold the
+file only for the few milliseconds of a query batch, so a writer waits for a gap."""
+
+
+def open_store(path: str | Path, *, retries: int = 0) -> duckdb.DuckDBPyConnection:
+    """A writable connection with the landing schema in place.
+
+    `retries` waits for the write lock (see `connect`) while readers have the file open.
+    """
+    con = connect(path, retries=retries)
     ensure_schema(con)
     return con
 
