@@ -33,7 +33,14 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    return []
+    from pipelines.detectors import detect_anomalies
+
+    return [
+        # After rank_slowdown (stragglers read it); before node state and job outcomes,
+        # which read the anomalies.
+        Step("anomalies", run=detect_anomalies),
+        Step("node_remediation"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,8 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    if not force and _last_compute(con) == (version, fingerprint):
+    last = _last_compute(con)  # also creates compute_log on a new database
+    if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
