@@ -66,7 +66,9 @@ def query_pl(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> pl.DataFrame:
     """Run `queries/<name>.sql` and return a polars DataFrame."""
-    return execute(con, name, params).pl()
+    # DuckDB 2 connections have no `.pl()`; relations do.
+    sql = load_sql(name)
+    return con.sql(sql, params=bind(sql, params)).pl()
 
 
 def statements(script: str) -> list[str]:

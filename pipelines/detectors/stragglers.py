@@ -28,7 +28,13 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 
 def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """One anomaly candidate per straggler rank of an attempt (empty without rank_slowdown)."""
+    """One anomaly candidate per confirmed straggler rank of an attempt (none without rank_slowdown).
+
+    Each candidate of `straggler_ranks.sql` gets its onset from its ratio series; it is confirmed
+    when, over the steps from the onset on, it has >= `straggler_min_steps` steps, a median ratio
+    above `straggler_ratio`, and is an outlier among its attempt's ranks over those same steps
+    (robust z >= `det_straggler_peer_z`).
+    """
     if not table_exists(con, "rank_slowdown"):
         return []
     ranks = query_pl(con, "detect/straggler_ranks", params)
@@ -50,22 +56,37 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
         s = s.filter(pl.col("ratio").is_not_null() & pl.col("ratio").is_not_nan())
         ratios = s["ratio"].to_numpy()
         onset = mean_shift_onset(ratios, min_segment=min_segment)
+        onset_step = int(s["step"][onset])
+        window = query_pl(
+            con,
+            "detect/rank_window_medians",
+            {"job_id": r["job_id"], "attempt": r["attempt"], "from_step": onset_step},
+        )
+        confirmed = confirm_outlier(
+            window, r["rank"],
+            ratio_threshold=float(params["straggler_ratio"]),
+            min_steps=min_steps,
+            peer_z=float(params["det_straggler_peer_z"]),
+            min_mad=float(params["det_straggler_min_mad"]),
+        )
+        if confirmed is None:
+            continue
+        window_median, z = confirmed
         end_ts = s["end_ts"].to_list()
         step_s = s["step_s"].to_list()
         start_ts = end_ts[onset] - _seconds(step_s[onset])
         detected_at = end_ts[min(onset + min_steps - 1, len(end_ts) - 1)]
-        after = ratios[onset:]
         drag_s = float(r["drag_s"] or 0.0)
         evidence = {
             "attempt": r["attempt"],
-            "onset_step": int(s["step"][onset]),
+            "onset_step": onset_step,
             "steps": int(r["steps"]),
             "median_ratio": round(float(r["median_ratio"]), 4),
-            "median_ratio_after_onset": round(float(np.median(after)), 4),
+            "median_ratio_after_onset": round(window_median, 4),
+            "peer_z_after_onset": round(z, 2),
             "p95_ratio": _round(r["p95_ratio"]),
             "p_value": _round(r["p_value"], 8),
             "relative_score": _round(r["relative_score"]),
-            "peer_z": round(float(r["peer_z"]), 2),
             "drag_s": round(drag_s, 3),
             "goodput_lost_gpu_h": round(drag_s * int(r["num_gpus"]) / 3600.0, 4),
         }
@@ -81,13 +102,39 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
                 "start_ts": start_ts,
                 "end_ts": r["attempt_end_ts"],
                 "detected_at": detected_at,
-                "score": float(np.median(after)),
+                "score": window_median,
                 "severity": "warn",
                 "evidence": json.dumps(evidence),
                 "action": "watch",
             }
         )
     return out
+
+
+def confirm_outlier(
+    window: pl.DataFrame,
+    rank: int,
+    *,
+    ratio_threshold: float,
+    min_steps: int,
+    peer_z: float,
+    min_mad: float,
+) -> tuple[float, float] | None:
+    """(median ratio, robust z) of `rank` in `window` (rank, median_ratio, steps) if it straggles.
+
+    Robust z = (m - median of the ranks' medians) / (1.4826 * max(MAD, min_mad)).
+    """
+    mine = window.filter(pl.col("rank") == rank)
+    if mine.is_empty() or int(mine["steps"][0]) < min_steps:
+        return None
+    medians = window["median_ratio"].drop_nulls().to_numpy()
+    m = float(mine["median_ratio"][0])
+    center = float(np.median(medians))
+    mad = float(np.median(np.abs(medians - center)))
+    z = (m - center) / (1.4826 * max(mad, min_mad))
+    if m > ratio_threshold and z >= peer_z:
+        return m, z
+    return None
 
 
 def _seconds(value: float) -> dt.timedelta:
