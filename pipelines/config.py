@@ -63,8 +63,8 @@ class DetectionSettings:
     """Expected scrape interval of DCGM and node samples."""
     counter_window_s: int = 3600
     """Error-counter rates are increases over this trailing window (resets handled)."""
-    ecc_sbe_per_window: float = 50.0
-    """Single-bit ECC errors per window above which the rate is `rising` (a few a day are normal)."""
+    ecc_sbe_per_window: float = 10.0
+    """Single-bit ECC errors per window at which the rate is `rising` (healthy GPUs: ~0 a day)."""
     ecc_dbe_per_window: float = 1.0
     """Any double-bit ECC error is an anomaly."""
     pcie_replay_per_window: float = 100.0
@@ -85,6 +85,8 @@ class DetectionSettings:
     """A peer deviation must hold in `peer_min_share` of the samples of this trailing window."""
     peer_min_share: float = 0.8
     """Share of the window's samples that must deviate (a noisy but healthy GPU does not)."""
+    peer_merge_gap_s: int = 3600
+    """Deviations less than this apart are one finding (a throttled GPU idles between jobs)."""
     nic_min_samples: int = 3
     """Consecutive samples with fewer NIC links than expected before it is an anomaly."""
     gap_s: int = 300

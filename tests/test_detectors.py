@@ -45,21 +45,20 @@ def ramp(start: int, per_min: float, minutes: int = 120, base: float = 0.0) -> l
 
 # --- counters: (metric, series for gpu 0, expected kind, expected (start, end) minutes or None) ---
 COUNTER_CASES = [
-    # +2/min from minute 10: the hour's increase reaches 50 at minute 35 (25 x 2); still rising at
+    # +2/min from minute 10: the hour's increase reaches 10 at minute 15 (5 x 2); still rising at
     # the horizon (minute 119), so open.
-    pytest.param(SBE, ramp(10, 2.0), "ecc_sbe_rate", (35, None), id="sbe-rising"),
-    # +1/min: at most 60 per hour, reaches 50 at minute 60; open.
-    pytest.param(SBE, ramp(10, 1.0), "ecc_sbe_rate", (60, None), id="sbe-slow-rise"),
-    # +0.5/min: at most 30 per hour < 50: never.
-    pytest.param(SBE, ramp(10, 0.5), "ecc_sbe_rate", None, id="sbe-normal-trickle"),
-    # A reboot resets a large counter to 0 at minute 60, then it trickles +0.5/min: a drop is a
+    pytest.param(SBE, ramp(10, 2.0), "ecc_sbe_rate", (15, None), id="sbe-rising"),
+    # +1/min: reaches 10 at minute 20; open.
+    pytest.param(SBE, ramp(10, 1.0), "ecc_sbe_rate", (20, None), id="sbe-slow-rise"),
+    # +0.1/min: at most 6 per hour < 10: never.
+    pytest.param(SBE, ramp(10, 0.1), "ecc_sbe_rate", None, id="sbe-normal-trickle"),
+    # A reboot resets a large counter to 0 at minute 60, then it trickles +0.1/min: a drop is a
     # reset, not a rate of -5000: nothing.
-    pytest.param(SBE, [5000.0 + 0.5 * i for i in range(60)] + [0.5 * i for i in range(60)],
+    pytest.param(SBE, [5000.0 + 0.1 * i for i in range(60)] + [0.1 * (i - 60) for i in range(60, 120)],
                  "ecc_sbe_rate", None, id="sbe-counter-reset"),
-    # Reset at minute 60, then +3/min: after the reset the increase is the new value, so the hour
-    # window from minute 60 reaches 51 at minute 77 (17 x 3); pre-reset values +0 each.
+    # Reset from 100 to 0 at minute 60 (+0), then +3/min: 3, 6, 9, 12 -> reaches 10 at minute 64.
     pytest.param(SBE, [100.0] * 60 + [3.0 * (i - 60) for i in range(60, 120)],
-                 "ecc_sbe_rate", (77, None), id="sbe-rise-after-reset"),
+                 "ecc_sbe_rate", (64, None), id="sbe-rise-after-reset"),
     # DBE volatile total steps 0 -> 1 at minute 50, back to 0 (GPU reset) at minute 90:
     # open from 50; last flagged sample 89, end 89 + 1 min = 90.
     pytest.param(DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30, "ecc_dbe", (50, 90), id="dbe-until-reset"),
@@ -91,15 +90,16 @@ def test_counter_detectors(con, metric, series, kind, expected):
 
 
 def test_counter_with_missing_samples(con):
-    # +2/min from minute 10 but minutes 20..29 are missing: the increase over the gap arrives at
-    # minute 30 (+22 from minute 19's 18 to 40), so the total is still 2 per minute: fires at 35.
+    # +2/min from minute 10 but minutes 12..16 are missing: minute 11 adds 2, then the increase over
+    # the gap arrives at minute 17 (14 - 2 = 12): the hour's total first reaches 10 at minute 17
+    # (without the gap it would have been minute 15). No negative or lost increase.
     fleet = Fleet()
     series: list = ramp(10, 2.0)
-    for i in range(20, 30):
+    for i in range(12, 17):
         series[i] = None
     fleet.set("n1", 0, SBE, series)
     rows = only(findings(con, fleet), "ecc_sbe_rate")
-    assert [r["start_ts"] for r in rows] == [at(35)]
+    assert [r["start_ts"] for r in rows] == [at(17)]
 
 
 # --- XIDs ---
@@ -167,6 +167,13 @@ def test_noisy_but_healthy_gpu_is_quiet(con):
     fleet = Fleet()
     fleet.set("n1", 5, CLOCK, {i: 1782.0 for i in range(0, 120, 4)})
     fleet.set("n1", 5, TEMP, {i: 75.0 for i in range(2, 120, 4)})
+    assert findings(con, fleet) == []
+
+
+def test_power_alone_is_not_throttling(con):
+    # GPU 2 draws 400 W against its peers' 650 W at full clock: a lighter job, not a sick GPU.
+    fleet = Fleet()
+    fleet.set("n1", 2, "DCGM_FI_DEV_POWER_USAGE", [400.0] * 120)
     assert findings(con, fleet) == []
 
 

@@ -1,14 +1,19 @@
 -- Peer detectors: a GPU under load compared with the other loaded GPUs of its node (same model:
 -- a node has one GPU model) at the same scrape, by robust z-score z = (x - median) / (1.4826 * MAD).
---   throttling        SM clock or power below peers: z <= -$det_peer_z and at least
---                     `$det_peer_min_rel_dev` (fraction) below the peers' median;
---   temp_above_peers  GPU temperature z >= $det_peer_z and >= `$det_peer_temp_min_dev_c` degrees C above.
+--   throttling        SM clock below peers: z <= -$det_peer_z and at least `$det_peer_min_rel_dev`
+--                     (fraction) below the peers' median. Power alone is not used: GPUs of one node
+--                     running different jobs draw different power; clocks under load do not differ.
+--   temp_above_peers  GPU temperature z >= $det_peer_z and >= `$det_peer_temp_min_dev_c` degrees C
+--                     above, while its power is not above its peers' (more heat for the same or
+--                     less work: cooling, not a heavier job).
+-- The MAD is floored at 1 % of the peers' median (1 C for temperature): identical GPUs have MAD ~ 0.
 -- Under load = utilisation >= `$det_load_util_min` %; a comparison needs >= `$det_peer_min_count`
 -- loaded GPUs (the GPU included). The relative/absolute minimum keeps identical GPUs (MAD ~ 0) quiet.
 -- Persistence: a sample counts only when the deviation holds in >= `$det_peer_min_share` of the GPU's
 -- loaded samples over the trailing `$det_peer_window_s` seconds (and that window holds at least half
 -- its expected samples), so a noisy but healthy GPU's single outliers never fire.
--- Episodes: persistent samples closer than `$det_peer_window_s` seconds; end = last + one scrape,
+-- Episodes: persistent samples closer than `$det_peer_merge_gap_s` seconds (a throttled GPU that
+-- idles between jobs is one finding); end = last + one scrape,
 -- NULL when at the data horizon. Score = the median |z| of the episode's deviating samples.
 WITH wide AS (
     SELECT ts, node, gpu, any_value(uuid) AS uuid,
@@ -42,21 +47,22 @@ spread AS (
 ),
 scored AS (
     SELECT ts, node, gpu, uuid, clock, clock_med, power, power_med, temp, temp_med, peer_count,
-           (clock - clock_med) / greatest(1.4826 * clock_mad, 1e-9) AS clock_z,
-           (power - power_med) / greatest(1.4826 * power_mad, 1e-9) AS power_z,
-           (temp - temp_med) / greatest(1.4826 * temp_mad, 1e-9) AS temp_z
+           (clock - clock_med) / greatest(1.4826 * clock_mad, 0.01 * abs(clock_med), 1e-9) AS clock_z,
+           (power - power_med) / greatest(1.4826 * power_mad, 0.01 * abs(power_med), 1e-9) AS power_z,
+           (temp - temp_med) / greatest(1.4826 * temp_mad, 1.0) AS temp_z
     FROM spread
 ),
 deviations AS (
     SELECT ts, node, gpu, uuid, 'throttling' AS kind,
-           (clock_z <= -$det_peer_z AND clock_med - clock >= $det_peer_min_rel_dev * clock_med)
-           OR (power_z <= -$det_peer_z AND power_med - power >= $det_peer_min_rel_dev * power_med) AS deviates,
-           greatest(-clock_z, -power_z) AS z,
+           coalesce(clock_z <= -$det_peer_z AND clock_med - clock >= $det_peer_min_rel_dev * clock_med,
+                    false) AS deviates,
+           -clock_z AS z,
            clock, clock_med, power, power_med, temp, temp_med, peer_count
     FROM scored
     UNION ALL
     SELECT ts, node, gpu, uuid, 'temp_above_peers',
-           temp_z >= $det_peer_z AND temp - temp_med >= $det_peer_temp_min_dev_c,
+           coalesce(temp_z >= $det_peer_z AND temp - temp_med >= $det_peer_temp_min_dev_c
+                    AND power <= power_med * (1 + $det_peer_min_rel_dev), false),
            temp_z, clock, clock_med, power, power_med, temp, temp_med, peer_count
     FROM scored
 ),
@@ -76,7 +82,7 @@ flagged AS (
 ),
 islands AS (
     SELECT *,
-           sum(CASE WHEN prev_ts IS NULL OR ts - prev_ts > to_seconds($det_peer_window_s) THEN 1 ELSE 0 END)
+           sum(CASE WHEN prev_ts IS NULL OR ts - prev_ts > to_seconds($det_peer_merge_gap_s) THEN 1 ELSE 0 END)
                OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS episode
     FROM flagged
 )
