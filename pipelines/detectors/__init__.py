@@ -49,29 +49,23 @@ CANDIDATE_SCHEMA: dict[str, str] = {
 LADDER: tuple[str, ...] = ("watch", "cordon", "drain", "reset_gpu", "reboot", "replace")
 """The remediation ladder, mildest first."""
 
-HARDWARE_KINDS: frozenset[str] = frozenset(
-    {
-        "xid",
-        "ecc_sbe_rate",
-        "ecc_dbe",
-        "row_remap_failure",
-        "row_remap_pending",
-        "pcie_replay_rate",
-        "nvlink_error_rate",
-        "throttling",
-        "temp_above_peers",
-        "nic_links_down",
-        "telemetry_gap",
-        "condition_flap",
-    }
-)
-"""Kinds that implicate the hardware (job failure classes read these); stragglers are performance."""
+def _kind_classes() -> dict[str, str]:
+    import csv
 
-STRAGGLER_KINDS: frozenset[str] = frozenset({"straggler", "repeat_offender"})
+    with open(queries_dir() / "data" / "anomaly_kinds.csv", newline="") as f:
+        return {row["kind"]: row["class"] for row in csv.DictReader(f)}
+
+
+KIND_CLASSES: dict[str, str] = _kind_classes()
+"""Anomaly kind -> class (hardware / infrastructure / straggler), from queries/data/anomaly_kinds.csv."""
 
 
 def xid_catalogue_path() -> str:
     return str(queries_dir() / "data" / "xid_catalogue.csv")
+
+
+def anomaly_kinds_path() -> str:
+    return str(queries_dir() / "data" / "anomaly_kinds.csv")
 
 
 def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
@@ -93,6 +87,7 @@ def detection_params(con: duckdb.DuckDBPyConnection, settings: Settings) -> dict
     return settings.sql_params() | {
         "horizon": data_horizon(con),
         "xid_catalogue": xid_catalogue_path(),
+        "anomaly_kinds": anomaly_kinds_path(),
     }
 
 
@@ -129,3 +124,6 @@ def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
     con.execute("DELETE FROM anomalies")
     con.execute(f"INSERT INTO anomalies {final}", bind(final, params))
     con.execute("DROP TABLE anomaly_candidates")
+    # The kinds and their class, for SQL readers (job failure classes read `hardware` ones).
+    kinds = load_sql("detect/anomaly_kinds").strip().rstrip(";")
+    con.execute(f"CREATE OR REPLACE TABLE anomaly_kinds AS {kinds}", bind(kinds, params))
