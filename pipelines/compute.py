@@ -36,10 +36,16 @@ def _steps() -> list[Step]:
     from pipelines.detectors import detect_anomalies
 
     return [
-        # After rank_slowdown (stragglers read it); before node state and job outcomes,
-        # which read the anomalies.
+        Step("xid_catalogue"),
+        # After xid_catalogue and rank_slowdown (the detectors read them); before node state
+        # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),
         Step("node_remediation"),
+        Step("node_state_intervals"),
+        Step("node_availability_daily"),
+        Step("fleet_availability_daily"),
+        Step("attempt_outcomes"),
+        Step("job_outcomes"),
     ]
 
 
@@ -77,7 +83,7 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    last = _last_compute(con)  # also creates compute_log on a new database
+    last = _last_compute(con)  # also creates compute_log on a fresh database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):

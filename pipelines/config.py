@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.errors import ConfigError
+from pipelines.sql import queries_dir
 
 DEFAULT_DB = "fleet.duckdb"
 DEFAULT_CONFIG = "gpufleet.toml"
@@ -39,6 +40,22 @@ class FailureSettings:
     """... and this many seconds after."""
     crash_loop_min_failures: int = 3
     """A job with this many `software` failed attempts is crash-looping."""
+    hardware_anomaly_kinds: list[str] = field(
+        default_factory=lambda: [
+            "xid",
+            "ecc_dbe",
+            "ecc_sbe_rate",
+            "row_remap_failure",
+            "row_remap_pending",
+            "pcie_replay_rate",
+            "nvlink_error_rate",
+            "nic_links_down",
+            "telemetry_gap",
+        ]
+    )
+    """Anomaly kinds that count as a hardware signal when classifying a failed attempt."""
+    xid_catalogue: str = ""
+    """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +145,8 @@ class Settings:
             "failure_before_s": f.before_end_s,
             "failure_after_s": f.after_end_s,
             "crash_loop_min_failures": f.crash_loop_min_failures,
+            "hardware_anomaly_kinds": list(f.hardware_anomaly_kinds),
+            "xid_catalogue_path": f.xid_catalogue or str(queries_dir() / "data" / "xid_catalogue.csv"),
             "straggler_ratio": s.median_ratio_threshold,
             "straggler_min_steps": s.min_steps,
             "straggler_alpha": s.alpha,

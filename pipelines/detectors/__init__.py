@@ -60,10 +60,6 @@ KIND_CLASSES: dict[str, str] = _kind_classes()
 """Anomaly kind -> class (hardware / infrastructure / straggler), from queries/data/anomaly_kinds.csv."""
 
 
-def xid_catalogue_path() -> str:
-    return str(queries_dir() / "data" / "xid_catalogue.csv")
-
-
 def anomaly_kinds_path() -> str:
     return str(queries_dir() / "data" / "anomaly_kinds.csv")
 
@@ -83,10 +79,9 @@ def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
 
 
 def detection_params(con: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, Any]:
-    """Settings' SQL parameters plus the data horizon and the XID catalogue's path."""
+    """Settings' SQL parameters plus the data horizon and the anomaly kinds file."""
     return settings.sql_params() | {
         "horizon": data_horizon(con),
-        "xid_catalogue": xid_catalogue_path(),
         "anomaly_kinds": anomaly_kinds_path(),
     }
 

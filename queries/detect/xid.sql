@@ -1,15 +1,12 @@
--- Hardware XIDs (class `hardware` in queries/data/xid_catalogue.csv, read from `$xid_catalogue`).
+-- Hardware XIDs: class `hardware` in the `xid_catalogue` table (built by the compute step of the
+-- same name from queries/data/xid_catalogue.csv, or the file `failures.xid_catalogue` names).
 -- Application-class XIDs (13, 31, 43, 45, ...) blame the workload, not the GPU: never an anomaly.
 -- One episode per GPU (or node when the event names no GPU) and XID code: events less than
 -- `$det_xid_clear_s` seconds apart are one episode; it stays open that long after its last event,
 -- and is open (end NULL) when that reaches past the data horizon `$horizon`.
 -- Severity and ladder action come from the catalogue. Score = number of events.
 WITH catalogue AS (
-    SELECT code, name, severity, action
-    FROM read_csv($xid_catalogue, header = true, columns = {
-        'code': 'INTEGER', 'name': 'VARCHAR', 'class': 'VARCHAR', 'severity': 'VARCHAR',
-        'action': 'VARCHAR', 'description': 'VARCHAR'})
-    WHERE class = 'hardware'
+    SELECT code, name, severity, action FROM xid_catalogue WHERE class = 'hardware'
 ),
 events AS (
     SELECT e.ts, e.node, e.gpu, e.uuid, e.code, e.message, c.name, c.severity, c.action,

@@ -1,0 +1,1 @@
+"""The fleet simulator: see `pipelines.simulate` for the public API and the data it produces."""

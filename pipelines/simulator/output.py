@@ -1,0 +1,314 @@
+"""Landing tables from a simulated fleet: in memory (`simulate`) or as Parquet files (`simulate_to_dir`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.contract import LANDING_TABLES
+from pipelines.simulator.model import (
+    CLUSTERS, GPUS_PER_NODE, Effects, Fault, Fleet, SimulationConfig, build_fleet, build_jobs, plan_faults,
+)
+from pipelines.simulator.schedule import Attempt, Scheduler, step_timeline
+from pipelines.simulator.telemetry import (
+    State, build_state, condition_chunks, gpu_sample_chunks, node_sample_chunks,
+)
+
+TS = pa.timestamp("us", tz="UTC")
+STR = pa.string()
+SCHEMAS: dict[str, pa.Schema] = {
+    "nodes": pa.schema([("node", STR), ("cluster", STR), ("instance_type", STR), ("gpu_model", STR),
+                        ("gpu_count", pa.int32()), ("nic_expected", pa.int32())]),
+    "node_conditions": pa.schema([("ts", TS), ("node", STR), ("condition", STR), ("status", STR),
+                                  ("reason", STR), ("message", STR)]),
+    "gpu_samples": pa.schema([("ts", TS), ("node", STR), ("gpu", pa.int16()), ("uuid", STR),
+                              ("metric", STR), ("value", pa.float64())]),
+    "node_samples": pa.schema([("ts", TS), ("node", STR), ("metric", STR), ("value", pa.float64())]),
+    "gpu_events": pa.schema([("ts", TS), ("node", STR), ("gpu", pa.int16()), ("uuid", STR), ("kind", STR),
+                             ("code", pa.int32()), ("message", STR), ("source", STR)]),
+    "jobs": pa.schema([("job_id", STR), ("name", STR), ("user", STR), ("team", STR), ("queue", STR),
+                       ("submit_ts", TS), ("start_ts", TS), ("end_ts", TS), ("num_gpus", pa.int32()),
+                       ("state", STR), ("exit_code", pa.int32()), ("reason", STR)]),
+    "job_attempts": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("start_ts", TS), ("end_ts", TS),
+                               ("state", STR), ("exit_code", pa.int32()), ("reason", STR),
+                               ("nodes", pa.list_(STR))]),
+    "rank_steps": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("step", pa.int32()),
+                             ("rank", pa.int32()), ("node", STR), ("gpu", pa.int16()), ("end_ts", TS),
+                             ("step_s", pa.float64()), ("compute_s", pa.float64())]),
+    "checkpoints": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("step", pa.int32()), ("kind", STR),
+                              ("start_ts", TS), ("duration_s", pa.float64())]),
+    "maintenance": pa.schema([("node", STR), ("start_ts", TS), ("end_ts", TS), ("reason", STR)]),
+    "ground_truth": pa.schema([("fault_id", STR), ("kind", STR), ("class", STR), ("entity_type", STR),
+                               ("node", STR), ("gpu", pa.int16()), ("uuid", STR), ("job_id", STR),
+                               ("rank", pa.int32()), ("start_ts", TS), ("end_ts", TS),
+                               ("expected_effect", STR)]),
+}
+OUTPUT_TABLES: tuple[str, ...] = (*LANDING_TABLES, "ground_truth")
+
+
+@dataclass
+class Simulation:
+    cfg: SimulationConfig
+    fleet: Fleet
+    effects: Effects
+    faults: list[Fault]
+    attempts: list[Attempt]
+    state: State
+
+
+def run(cfg: SimulationConfig) -> Simulation:
+    """Plan the fleet, its jobs and faults, schedule every attempt, and build per-minute state."""
+    fleet = build_fleet(cfg)
+    jobs = build_jobs(cfg, fleet)
+    effects, faults = plan_faults(cfg, fleet, jobs)
+    attempts = Scheduler(cfg, fleet, jobs, effects).run()
+    _attribute_faults(cfg, faults, attempts, effects)
+    return Simulation(cfg, fleet, effects, faults, attempts, build_state(cfg, fleet, attempts, effects))
+
+
+def _attribute_faults(cfg: SimulationConfig, faults: list[Fault], attempts: list[Attempt], effects: Effects) -> None:
+    """Name the job (and rank) a node/GPU fault hit, when one ran there; job faults span the job's attempts."""
+    for f in faults:
+        if f.entity_type == "job":
+            runs = [a for a in attempts if a.job.job_id == f.job_id]
+            if runs:
+                f.start_s = runs[0].start_s
+                f.end_s = cfg.horizon_s if runs[-1].end_s is None else runs[-1].end_s
+            continue
+        if f.node is None or f.job_id is not None:
+            continue
+        for a in attempts:
+            if a.job.kind != "multi" and f.kind in ("thermal_throttle", "nic_links_down"):
+                continue
+            end = cfg.horizon_s if a.end_s is None else a.end_s
+            at = f.end_s if f.kind == "ecc_dbe" else f.start_s
+            overlap = (a.start_s <= at <= end) if f.kind in ("xid79_fell_off_bus", "ecc_dbe") else (
+                a.start_s < f.end_s and end > f.start_s)
+            gpu_ok = f.gpu is None or f.kind == "xid79_fell_off_bus" or f.node * GPUS_PER_NODE + f.gpu in a.gpus
+            if overlap and f.node in a.nodes and gpu_ok:
+                f.job_id = a.job.job_id
+                if a.job.kind == "multi" and f.gpu is not None:
+                    f.rank = a.nodes.index(f.node) * GPUS_PER_NODE + f.gpu
+                break
+
+
+def _us(cfg: SimulationConfig, seconds) -> np.ndarray:
+    start_us = int(cfg.start.timestamp()) * 1_000_000
+    return start_us + np.rint(np.asarray(seconds, dtype=np.float64) * 1e6).astype(np.int64)
+
+
+def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
+    mask = np.array([v is None for v in values], dtype=bool)
+    arr = _us(cfg, [0.0 if v is None else v for v in values])
+    return pa.array(arr, type=TS, mask=mask if mask.any() else None)
+
+
+def record_tables(sim: Simulation) -> dict[str, pa.Table]:
+    """The tables that are records, not scrapes: nodes, events, jobs, attempts, maintenance, ground truth."""
+    cfg, fleet, eff = sim.cfg, sim.fleet, sim.effects
+    out: dict[str, pa.Table] = {}
+    out["nodes"] = pa.table({
+        "node": fleet.names,
+        "cluster": [CLUSTERS[c][0] for c in fleet.cluster],
+        "instance_type": [CLUSTERS[c][1] for c in fleet.cluster],
+        "gpu_model": [CLUSTERS[c][2] for c in fleet.cluster],
+        "gpu_count": pa.array([GPUS_PER_NODE] * fleet.n, pa.int32()),
+        "nic_expected": pa.array([CLUSTERS[c][3] for c in fleet.cluster], pa.int32()),
+    }, schema=SCHEMAS["nodes"])
+    xids = sorted((t, n, g, c) for t, n, g, c in eff.xids if t < cfg.horizon_s)
+    text = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 1."}
+    out["gpu_events"] = pa.table({
+        "ts": _ts_list(cfg, [t for t, *_ in xids]),
+        "node": [fleet.names[n] for _, n, _, _ in xids],
+        "gpu": pa.array([g for _, _, g, _ in xids], pa.int16()),
+        "uuid": [fleet.uuids[n * GPUS_PER_NODE + g] for _, n, g, _ in xids],
+        "kind": ["xid"] * len(xids),
+        "code": pa.array([c for *_, c in xids], pa.int32()),
+        "message": [f"NVRM: Xid (PCI:0000:{0x18 + 0x11 * g:02x}:00): {c}, pid=''<unknown>'', name=<unknown>, {text[c]}"
+                    for _, _, g, c in xids],
+        "source": ["dcgm"] * len(xids),
+    }, schema=SCHEMAS["gpu_events"])
+    maint = sorted(eff.maintenance, key=lambda m: (m[1], m[0]))
+    out["maintenance"] = pa.table({
+        "node": [fleet.names[n] for n, *_ in maint],
+        "start_ts": _ts_list(cfg, [m[1] for m in maint]),
+        "end_ts": _ts_list(cfg, [m[2] for m in maint]),
+        "reason": [m[3] for m in maint],
+    }, schema=SCHEMAS["maintenance"])
+    atts = sim.attempts
+    out["job_attempts"] = pa.table({
+        "job_id": [a.job.job_id for a in atts],
+        "attempt": pa.array([a.attempt for a in atts], pa.int32()),
+        "start_ts": _ts_list(cfg, [a.start_s for a in atts]),
+        "end_ts": _ts_list(cfg, [a.end_s for a in atts]),
+        "state": [a.state for a in atts],
+        "exit_code": pa.array([a.exit_code for a in atts], pa.int32()),
+        "reason": [a.reason for a in atts],
+        "nodes": [[fleet.names[n] for n in a.nodes] for a in atts],
+    }, schema=SCHEMAS["job_attempts"])
+    by_job: dict[int, list[Attempt]] = {}
+    for a in atts:
+        by_job.setdefault(a.job.index, []).append(a)
+    jobs = [(runs[0], runs[-1]) for _, runs in sorted(by_job.items())]
+    out["jobs"] = pa.table({
+        "job_id": [f.job.job_id for f, _ in jobs],
+        "name": [f.job.name for f, _ in jobs],
+        "user": [f.job.user for f, _ in jobs],
+        "team": [f.job.team for f, _ in jobs],
+        "queue": [f.job.queue for f, _ in jobs],
+        "submit_ts": _ts_list(cfg, [f.job.submit_s for f, _ in jobs]),
+        "start_ts": _ts_list(cfg, [f.start_s for f, _ in jobs]),
+        "end_ts": _ts_list(cfg, [last.end_s for _, last in jobs]),
+        "num_gpus": pa.array([f.job.num_gpus for f, _ in jobs], pa.int32()),
+        "state": [last.state for _, last in jobs],
+        "exit_code": pa.array([last.exit_code for _, last in jobs], pa.int32()),
+        "reason": [last.reason for _, last in jobs],
+    }, schema=SCHEMAS["jobs"])
+    gt = sim.faults
+    out["ground_truth"] = pa.table({
+        "fault_id": [f.fault_id for f in gt],
+        "kind": [f.kind for f in gt],
+        "class": [f.fault_class for f in gt],
+        "entity_type": [f.entity_type for f in gt],
+        "node": [None if f.node is None else fleet.names[f.node] for f in gt],
+        "gpu": pa.array([f.gpu for f in gt], pa.int16()),
+        "uuid": [None if f.gpu is None else fleet.uuids[f.node * GPUS_PER_NODE + f.gpu] for f in gt],
+        "job_id": [f.job_id for f in gt],
+        "rank": pa.array([f.rank for f in gt], pa.int32()),
+        "start_ts": _ts_list(cfg, [f.start_s for f in gt]),
+        "end_ts": _ts_list(cfg, [min(f.end_s, cfg.horizon_s) for f in gt]),
+        "expected_effect": [f.expected_effect for f in gt],
+    }, schema=SCHEMAS["ground_truth"])
+    return out
+
+
+def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
+    """(rank_steps, checkpoints) per multi-node attempt, rebuilt from its deterministic timeline."""
+    cfg, fleet = sim.cfg, sim.fleet
+    for a in sim.attempts:
+        if a.job.kind != "multi":
+            continue
+        tl = step_timeline(cfg, sim.effects, a.job, a.attempt, a.start_s, a.resume_step, a.nodes,
+                           a.restored_step is not None)
+        cut = cfg.horizon_s if a.end_s is None else a.end_s
+        keep = tl.end_s <= cut if a.end_s is not None else tl.end_s < cut
+        k = int(keep.sum())
+        R = len(a.nodes) * GPUS_PER_NODE
+        rng = np.random.default_rng([cfg.seed, 23, a.job.index, a.attempt])
+        ranks = np.tile(np.arange(R), k)
+        node_idx = np.array(a.nodes)[ranks // GPUS_PER_NODE]
+        jitter = rng.uniform(0, 0.002, k * R)  # ranks leave the collective within ms of each other
+        steps = pa.table({
+            "job_id": pa.array([a.job.job_id] * (k * R), STR),
+            "attempt": pa.array(np.full(k * R, a.attempt, np.int32)),
+            "step": pa.array(np.repeat(tl.steps[:k], R).astype(np.int32)),
+            "rank": pa.array(ranks.astype(np.int32)),
+            "node": pa.DictionaryArray.from_arrays(
+                pa.array(node_idx.astype(np.int32)), pa.array(fleet.names)).cast(STR),
+            "gpu": pa.array((ranks % GPUS_PER_NODE).astype(np.int16)),
+            "end_ts": pa.array(_us(cfg, np.repeat(tl.end_s[:k], R)), TS),
+            "step_s": pa.array(np.round(np.repeat(tl.step_s[:k], R) + jitter, 4)),
+            "compute_s": pa.array(np.round(tl.compute_s[:k].reshape(-1), 4)),
+        }, schema=SCHEMAS["rank_steps"])
+        saves = np.flatnonzero(tl.save_s[:k] > 0)
+        rows_step = [int(tl.steps[i]) for i in saves]
+        rows_kind = ["save"] * len(saves)
+        rows_dur = [float(tl.save_s[i]) for i in saves]
+        rows_start = [float(tl.end_s[i]) - d for i, d in zip(saves, rows_dur, strict=True)]
+        if tl.restore is not None and a.restored_step is not None and tl.restore[0] < cut:
+            rows_step.insert(0, a.restored_step)
+            rows_kind.insert(0, "restore")
+            rows_start.insert(0, tl.restore[0])
+            rows_dur.insert(0, round(tl.restore[1], 6))
+        ckpt = pa.table({
+            "job_id": [a.job.job_id] * len(rows_step),
+            "attempt": pa.array([a.attempt] * len(rows_step), pa.int32()),
+            "step": pa.array(rows_step, pa.int32()),
+            "kind": rows_kind,
+            "start_ts": _ts_list(cfg, rows_start),
+            "duration_s": pa.array(rows_dur, pa.float64()),
+        }, schema=SCHEMAS["checkpoints"])
+        yield steps, ckpt
+
+
+def _stream(sim: Simulation, table: str) -> Iterator[pa.Table]:
+    if table == "gpu_samples":
+        yield from gpu_sample_chunks(sim.cfg, sim.fleet, sim.state)
+    elif table == "node_samples":
+        yield from node_sample_chunks(sim.cfg, sim.fleet, sim.state)
+    elif table == "node_conditions":
+        yield from condition_chunks(sim.cfg, sim.fleet, sim.state)
+
+
+STREAMED = ("node_conditions", "gpu_samples", "node_samples")
+
+
+def _to_polars(tables: list[pa.Table], schema: pa.Schema) -> pl.DataFrame:
+    if not tables:
+        return pl.from_arrow(schema.empty_table())
+    frame = pl.from_arrow(pa.concat_tables([t.cast(schema) for t in tables]))
+    return frame
+
+
+def simulate(cfg: SimulationConfig) -> dict[str, pl.DataFrame]:
+    """Every landing table and `ground_truth`, in memory (use for small fleets)."""
+    sim = run(cfg)
+    out = {name: pl.from_arrow(t) for name, t in record_tables(sim).items()}
+    for name in STREAMED:
+        out[name] = _to_polars(list(_stream(sim, name)), SCHEMAS[name])
+    steps, ckpts = [], []
+    for s, c in _step_chunks(sim):
+        steps.append(s)
+        ckpts.append(c)
+    out["rank_steps"] = _to_polars(steps, SCHEMAS["rank_steps"])
+    out["checkpoints"] = _to_polars(ckpts, SCHEMAS["checkpoints"])
+    return {name: out[name] for name in OUTPUT_TABLES}
+
+
+def _writer(path: Path, table: str) -> pq.ParquetWriter:
+    return pq.ParquetWriter(path, SCHEMAS[table], compression="zstd", compression_level=3)
+
+
+def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int]:
+    """Write `<table>.parquet` for every landing table plus `ground_truth.parquet`; returns row counts.
+
+    Files are written to a temporary folder beside `out_dir` and moved in at the end,
+    so a crashed run never leaves a half-written landing file behind.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sim = run(cfg)
+    counts: dict[str, int] = {}
+    tmp = Path(tempfile.mkdtemp(prefix=".simulate-", dir=out_dir))
+    try:
+        for name, t in record_tables(sim).items():
+            pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
+            counts[name] = t.num_rows
+        for name in STREAMED:
+            with _writer(tmp / f"{name}.parquet", name) as w:
+                counts[name] = 0
+                for t in _stream(sim, name):
+                    w.write_table(t.cast(SCHEMAS[name]), row_group_size=1_000_000)
+                    counts[name] += t.num_rows
+        counts["rank_steps"] = counts["checkpoints"] = 0
+        with _writer(tmp / "rank_steps.parquet", "rank_steps") as ws, \
+                _writer(tmp / "checkpoints.parquet", "checkpoints") as wc:
+            for s, c in _step_chunks(sim):
+                ws.write_table(s)
+                wc.write_table(c)
+                counts["rank_steps"] += s.num_rows
+                counts["checkpoints"] += c.num_rows
+        for name in OUTPUT_TABLES:
+            os.replace(tmp / f"{name}.parquet", out_dir / f"{name}.parquet")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {name: counts[name] for name in OUTPUT_TABLES}

@@ -1,0 +1,42 @@
+-- job_outcomes: one row per job: final state, success-rate eligibility, failure class, crash loop,
+-- GPU-hours (docs/metrics.md "Job success and failure classes").
+--
+--   eligible                 final_state in succeeded / failed / node_fail / timeout / oom: the jobs
+--                            that count in a success rate (cancelled, preempted, running do not)
+--   succeeded                final_state = succeeded
+--   failure_class            the final attempt's class (attempt_outcomes); NULL if the job succeeded
+--                            or is running
+--   crash_loop               at least $crash_loop_min_failures attempts failed with class software:
+--                            retrying will not help
+--   attempts                 attempts that started
+--   gpu_hours                sum over attempts of num_gpus x attempt length, in GPU-hours
+--                            (recovery gaps between attempts excluded: the GPUs were released)
+--   first_attempt_succeeded  the job succeeded on its first attempt
+--   implicated_nodes         nodes with a hardware signal at the end of any attempt that did not succeed
+-- Success rate over a window = count(succeeded) / count(eligible) among jobs with end_ts in it;
+-- GPU-hour weighted: sum(gpu_hours) FILTER (succeeded) / sum(gpu_hours) FILTER (eligible).
+CREATE OR REPLACE TABLE job_outcomes AS
+WITH per_job AS (
+    SELECT job_id,
+        count(*) FILTER (WHERE start_ts IS NOT NULL) AS attempts,
+        count(*) FILTER (WHERE failure_class = 'software') AS software_failures,
+        arg_max(failure_class, attempt) AS final_failure_class,
+        arg_min(state, attempt) AS first_state,
+        sum(gpu_s) / 3600 AS gpu_hours,
+        list_sort(list_distinct(flatten(list(implicated_nodes) FILTER (WHERE state <> 'succeeded')))) AS implicated_nodes
+    FROM attempt_outcomes
+    GROUP BY job_id
+)
+SELECT j.job_id, j.end_ts, j.state AS final_state,
+    j.state IN ('succeeded', 'failed', 'node_fail', 'timeout', 'oom') AS eligible,
+    j.state = 'succeeded' AS succeeded,
+    CASE WHEN j.state IN ('succeeded', 'running') THEN NULL ELSE p.final_failure_class END AS failure_class,
+    p.software_failures >= $crash_loop_min_failures AS crash_loop,
+    p.attempts,
+    j.num_gpus,
+    p.gpu_hours,
+    j.state = 'succeeded' AND p.first_state = 'succeeded' AS first_attempt_succeeded,
+    coalesce(p.implicated_nodes, CAST([] AS VARCHAR[])) AS implicated_nodes
+FROM jobs j
+JOIN per_job p USING (job_id)
+ORDER BY j.job_id

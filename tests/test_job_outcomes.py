@@ -1,0 +1,173 @@
+"""Job outcomes and failure classes on the hand-made fleet of `tests/fleets.py`.
+
+Hardware window of an attempt: [end - 600 s, end + 300 s] (defaults).
+"""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from pipelines.config import FailureSettings, Settings
+from pipelines.sql import queries_dir
+from pipelines.store import open_store
+from tests.fleets import (
+    Fleet,
+    at,
+    compute_availability,
+    insert_anomalies,
+    throttling_anomaly,
+    tiny_fleet,
+)
+
+JOB_COLUMNS = ("final_state", "eligible", "succeeded", "failure_class", "crash_loop", "attempts", "num_gpus",
+               "gpu_hours", "first_attempt_succeeded", "implicated_nodes")
+
+
+@pytest.fixture(scope="module")
+def fleet_con(tmp_path_factory):
+    """The tiny fleet loaded and computed once for the module (tests only read it)."""
+    connection = open_store(tmp_path_factory.mktemp("fleet") / "fleet.duckdb")
+    tiny_fleet().load(connection)
+    insert_anomalies(connection, [throttling_anomaly()])
+    compute_availability(connection)
+    yield connection
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    ("job_id", "expected"),
+    [
+        # Failed with exit 1 at 00:29 on n2; XID 79 (hardware) at 00:28 and Ready=False from 00:30 are inside
+        # [00:19, 00:34]: hardware. 2 GPUs x 39 min = 1.3 GPU-h.
+        ("j-hw", ("failed", True, False, "hardware", False, 1, 2, 1.3, False, ["n2"])),
+        # Three attempts failing with exit 1 on a healthy n1: software x 3 = crash loop.
+        # 2 GPUs x (10 + 8 + 8) min = 52 / 60 GPU-h; the recovery gaps (2 min each) are not counted.
+        ("j-crash", ("failed", True, False, "software", True, 3, 2, 52 / 60, False, [])),
+        # Preempted: infrastructure, and not eligible for the success rate. 2 x 20 min = 0.6667 GPU-h.
+        ("j-pre", ("preempted", False, False, "infrastructure", False, 1, 2, 40 / 60, False, [])),
+        # Cancelled: user, not eligible. 2 x 30 min = 1 GPU-h.
+        ("j-cancel", ("cancelled", False, False, "user", False, 1, 2, 1.0, False, [])),
+        # Succeeded first time on n3 + n4 with 4 GPUs for 1 h = 4 GPU-h (n4's cordon ended at 01:30,
+        # exactly at the window start of the 01:40 end, so no signal).
+        ("j-ok", ("succeeded", True, True, None, False, 1, 4, 4.0, True, [])),
+        # Attempt 0 node_fail on n1 (Ready stale 01:14-01:30 implicates n1), attempt 1 succeeded:
+        # the job succeeded, but not on its first attempt. 2 x (20 + 20) min = 1.3333 GPU-h.
+        ("j-retry", ("succeeded", True, True, None, False, 2, 2, 80 / 60, False, ["n1"])),
+        # OOM: user, eligible (counts as a failure in the success rate). 2 x 20 min.
+        ("j-oom", ("oom", True, False, "user", False, 1, 2, 40 / 60, False, [])),
+        # Failed without an exit code and no hardware signal (n1's maintenance is not unavailable): unknown.
+        ("j-noexit", ("failed", True, False, "unknown", False, 1, 2, 20 / 60, False, [])),
+        # XID 13 is an application error: it must not blame the GPU; exit 1 -> software (one attempt: no loop).
+        ("j-app", ("failed", True, False, "software", False, 1, 2, 20 / 60, False, [])),
+        # Running since 01:50: GPU-hours up to the data horizon 02:00 = 2 x 10 min; no class yet.
+        ("j-run", ("running", False, False, None, False, 1, 2, 20 / 60, False, [])),
+        # A failure the scheduler explains as an eviction is infrastructure, whatever the exit code.
+        ("j-evict", ("failed", True, False, "infrastructure", False, 1, 2, 20 / 60, False, [])),
+    ],
+)
+def test_job_outcomes(fleet_con, job_id, expected):
+    row = fleet_con.execute(
+        f"SELECT {', '.join(JOB_COLUMNS)} FROM job_outcomes WHERE job_id = ?", [job_id]
+    ).fetchall()
+    assert len(row) == 1
+    gpu_hours_at = JOB_COLUMNS.index("gpu_hours")
+    actual = list(row[0])
+    assert actual.pop(gpu_hours_at) == pytest.approx(expected[gpu_hours_at])
+    assert actual == [v for i, v in enumerate(expected) if i != gpu_hours_at]
+
+
+@pytest.mark.parametrize(
+    ("job_id", "attempt", "failure_class", "hardware_signal"),
+    [
+        ("j-hw", 0, "hardware",
+         "n2 XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 1; n2 unavailable: Ready=False (KubeletNotReady)"),
+        ("j-retry", 0, "hardware", "node_fail reported by the scheduler; n1 unknown: Ready stale"),
+        ("j-retry", 1, None, None),
+        ("j-crash", 0, "software", None),
+        ("j-crash", 2, "software", None),
+        ("j-app", 0, "software", None),
+    ],
+)
+def test_attempt_outcomes(fleet_con, job_id, attempt, failure_class, hardware_signal):
+    row = fleet_con.execute(
+        "SELECT failure_class, hardware_signal FROM attempt_outcomes WHERE job_id = ? AND attempt = ?",
+        [job_id, attempt],
+    ).fetchall()
+    assert row == [(failure_class, hardware_signal)]
+
+
+def test_success_rate_from_the_eligible_jobs(fleet_con):
+    # Eligible: j-hw, j-crash, j-ok, j-retry, j-oom, j-noexit, j-app, j-evict = 8; succeeded: j-ok, j-retry = 2.
+    # GPU-hour weighted: (4 + 4/3) / (1.3 + 52/60 + 4 + 4/3 + 2/3 + 1/3 + 1/3 + 1/3) = 5.3333 / 9.1667.
+    rate, weighted = fleet_con.execute(
+        "SELECT count(*) FILTER (WHERE succeeded) / count(*), "
+        "sum(gpu_hours) FILTER (WHERE succeeded) / sum(gpu_hours) FROM job_outcomes WHERE eligible"
+    ).fetchall()[0]
+    assert rate == pytest.approx(2 / 8)
+    assert weighted == pytest.approx((4 + 4 / 3) / (1.3 + 52 / 60 + 4 + 4 / 3 + 2 / 3 + 1 / 3 + 1 / 3 + 1 / 3))
+
+
+@pytest.mark.parametrize(
+    ("settings", "job_id", "failure_class", "crash_loop"),
+    [
+        # The XID at 00:28 and Ready=False at 00:30 are 1 and 1 minute away from the 00:29 end: a window of
+        # 30 s before / 0 s after sees neither -> the exit 1 failure is software.
+        (FailureSettings(before_end_s=30, after_end_s=0), "j-hw", "software", False),
+        (FailureSettings(before_end_s=120, after_end_s=0), "j-hw", "hardware", False),
+        # Four software failures needed for a crash loop: j-crash has three.
+        (FailureSettings(crash_loop_min_failures=4), "j-crash", "software", False),
+    ],
+)
+def test_failure_settings(con, settings, job_id, failure_class, crash_loop):
+    tiny_fleet().load(con)
+    insert_anomalies(con, [])
+    compute_availability(con, Settings(failures=settings))
+    row = con.execute("SELECT failure_class, crash_loop FROM job_outcomes WHERE job_id = ?", [job_id]).fetchall()
+    assert row == [(failure_class, crash_loop)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "failure_class"),
+    [
+        # A hardware anomaly on n1 open from 00:25 (inside j-crash attempt 2's window) makes it hardware ...
+        ("ecc_dbe", "hardware"),
+        # ... a kind outside failures.hardware_anomaly_kinds does not.
+        ("straggler", "software"),
+    ],
+)
+def test_a_hardware_anomaly_implicates_the_node(con, kind, failure_class):
+    tiny_fleet().load(con)
+    anomaly = throttling_anomaly() | {"node": "n1", "kind": kind, "severity": "critical",
+                                      "start_ts": at("00:25"), "end_ts": None}
+    insert_anomalies(con, [anomaly])
+    compute_availability(con)
+    row = con.execute("SELECT failure_class FROM attempt_outcomes WHERE job_id = 'j-crash' AND attempt = 2").fetchall()
+    assert row == [(failure_class,)]
+
+
+def test_xid_catalogue_classes():
+    with open(queries_dir() / "data" / "xid_catalogue.csv", newline="") as f:
+        rows = {int(r["code"]): r for r in csv.DictReader(f)}
+    for code in (13, 31, 43, 45):  # application errors: the workload's fault, not the GPU's
+        assert rows[code]["class"] == "application", code
+    for code in (48, 63, 64, 74, 79, 92, 94, 95, 119, 120):
+        assert rows[code]["class"] == "hardware", code
+    assert {r["class"] for r in rows.values()} <= {"hardware", "driver", "application"}
+    assert {r["severity"] for r in rows.values()} <= {"info", "warn", "critical"}
+    assert {r["action"] for r in rows.values()} <= {"watch", "cordon", "drain", "reset_gpu", "reboot", "replace"}
+
+
+def test_a_job_without_attempt_rows_is_one_attempt(con):
+    f = Fleet()
+    f.add("jobs", [{"job_id": "solo", "num_gpus": 8, "state": "timeout", "start_ts": at("22:00"),
+                    "end_ts": at("23:00"), "exit_code": None},
+                   {"job_id": "queued", "num_gpus": 8, "state": "cancelled", "start_ts": None,
+                    "end_ts": at("23:00"), "exit_code": None}])
+    f.load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    rows = con.execute("SELECT job_id, failure_class, attempts, gpu_hours FROM job_outcomes ORDER BY job_id").fetchall()
+    # timeout: user, 8 GPUs x 1 h; cancelled before it started: user, no attempt, no GPU-hours.
+    assert rows == [("queued", "user", 0, 0.0), ("solo", "user", 1, 8.0)]
