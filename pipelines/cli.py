@@ -145,10 +145,10 @@ def evaluate(
     if output == "json":
         out.print_json(json.dumps(summary))
         return
-    out.print(format_table(summary), highlight=False)
-    out.print(f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days.")
+    typer.echo(format_table(summary))
+    typer.echo(f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days.")
     missed = failures(summary, fault_free=faults == "none")
-    out.print("Targets met." if not missed else "Targets missed: " + "; ".join(missed), highlight=False)
+    typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
 
 
 def _serve(db: Path, port: int, headless: bool) -> None:

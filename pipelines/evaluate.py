@@ -11,8 +11,9 @@ and match every finding to the ground truth:
   allowed to (an XID 79 GPU also has a telemetry gap; a throttled GPU's rank straggles); any
   other finding is a false positive, including every finding on a negative hard case;
 - recall of a kind = faults expecting that kind with a matching finding of it / faults expecting it;
-- time to detect = the matching finding's `detected_at` (in its evidence) minus the fault's start,
-  floored at 0 (a change point may place an onset a few steps early);
+- time to detect = the matching finding's `detected_at` (in its evidence) minus the fault's start
+  (its end for an ECC fault's double-bit error and XID), floored at 0 (a change point may place an
+  onset a few steps early);
 - false positives per 1,000 GPU-days = false positives / (GPUs x days of telemetry) x 1,000.
 Counts are summed over seeds before dividing (never an average of ratios).
 """
@@ -52,6 +53,10 @@ EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "two_stragglers": (frozenset({"straggler"}), frozenset({"repeat_offender"})),
 }
 """Faults not listed (crash_loop, preemption, the negative hard cases) expect no finding."""
+
+TTD_FROM_END: frozenset[tuple[str, str]] = frozenset({("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid")})
+"""(fault kind, finding kind) timed from the fault's end: an ECC fault's window starts when the
+single-bit rate starts rising; its double-bit error (and XID 48) happens at the end."""
 
 TARGET_PRECISION = 0.95
 TARGET_RECALL = 0.95
@@ -175,7 +180,8 @@ def tally(runs: list[SeedRun]) -> dict[str, KindTally]:
                 if hits:
                     t_kind.detected += 1
                     first = min(_detected_at(f) for f in hits)
-                    t_kind.ttd_s.append(max(0.0, (first - t["start_ts"]).total_seconds()))
+                    onset = t["end_ts"] if (t["kind"], kind) in TTD_FROM_END else t["start_ts"]
+                    t_kind.ttd_s.append(max(0.0, (first - onset).total_seconds()))
     return tallies
 
 

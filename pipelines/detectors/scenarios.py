@@ -50,8 +50,11 @@ class _Picker:
     nodes: list[str]
     jobs: list[tuple[str, int, int]]  # (job_id, attempt, steps)
 
-    def node(self) -> str | None:
-        return self.nodes.pop(0) if self.nodes else None
+    def node(self, used: set[str]) -> str | None:
+        if not self.nodes:
+            return None
+        used.add(self.nodes[0])
+        return self.nodes.pop(0)
 
     def job(self, min_steps: int) -> tuple[str, int, int] | None:
         for i, job in enumerate(self.jobs):
@@ -60,7 +63,10 @@ class _Picker:
         return None
 
 
-def _picker(frames: dict[str, pl.DataFrame], truth: pl.DataFrame, rng: np.random.Generator) -> _Picker:
+def _picker(frames: dict[str, pl.DataFrame], truth: pl.DataFrame, rng: np.random.Generator,
+            rank_cases: int) -> _Picker:
+    """GPU-case nodes no fault and no planned maintenance touch; jobs on no faulty node for the
+    rank cases (their slowed ranks avoid the GPU-case nodes), longest first."""
     busy_nodes = set(truth["node"].drop_nulls().to_list())
     busy_nodes |= set(frames["maintenance"]["node"].to_list())
     busy_jobs = set(truth["job_id"].drop_nulls().to_list())
@@ -74,19 +80,14 @@ def _picker(frames: dict[str, pl.DataFrame], truth: pl.DataFrame, rng: np.random
         .agg(pl.col("step").n_unique().alias("steps"), pl.col("node").unique().alias("nodes"))
         .sort("job_id", "attempt")
     )
-    jobs = [
-        (r["job_id"], r["attempt"], r["steps"]) for r in steps.iter_rows(named=True)
-        if r["job_id"] not in busy_jobs
-    ]
-    used_by_jobs: set[str] = set()
-    order = rng.permutation(len(jobs)) if jobs else []
-    jobs = [jobs[i] for i in order]
-    # Keep rank cases off the nodes the GPU cases use: pick GPU nodes outside the chosen jobs later.
-    for row in attempts.iter_rows(named=True):
-        used_by_jobs |= set(row["nodes"]) if row["job_id"] in {j[0] for j in jobs[:6]} else set()
-    names = sorted(set(frames["nodes"]["node"].to_list()) - busy_nodes - used_by_jobs)
+    candidates = [(r["job_id"], r["attempt"], r["steps"], r["nodes"]) for r in steps.iter_rows(named=True)
+                  if r["job_id"] not in busy_jobs]
+    candidates = [candidates[i] for i in rng.permutation(len(candidates))] if candidates else []
+    # The rank cases need 200-400 steps: the longest candidates first.
+    chosen = sorted(candidates, key=lambda c: -c[2])[: rank_cases + 6]
+    names = sorted(set(frames["nodes"]["node"].to_list()) - busy_nodes)
     nodes = [names[i] for i in rng.permutation(len(names))] if names else []
-    return _Picker(nodes, jobs)
+    return _Picker(nodes, [(c[0], c[1], c[2]) for c in chosen])
 
 
 def _gpu_truth(kind: str, node: str, gpu: int, start: dt.datetime, end: dt.datetime,
@@ -150,7 +151,8 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
     rng = np.random.default_rng([seed, 4242])
     frames = dict(frames)
     truth = frames["ground_truth"]
-    pick = _picker(frames, truth, rng)
+    pick = _picker(frames, truth, rng, rank_cases=4)
+    gpu_case_nodes: set[str] = set()
     samples, steps, attempts = frames["gpu_samples"], frames["rank_steps"], frames["job_attempts"]
     t_first, t_last = samples["ts"].min(), samples["ts"].max()
     span = (t_last - t_first).total_seconds()
@@ -160,21 +162,21 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
         start = t_first + dt.timedelta(minutes=int(rng.uniform(0.1, 0.6) * span / 60))
         return start, min(t_last, start + dt.timedelta(hours=hours))
 
-    if (node := pick.node()) is not None:
+    if (node := pick.node(gpu_case_nodes)) is not None:
         gpu, (t0, t1) = int(rng.integers(8)), window(6)
         samples = _counter_ramp(samples, node, gpu, PCIE, t0, t1, 10.0, add_rows=False)
         rows.append(_gpu_truth("pcie_replay", node, gpu, t0, t1, "PCIe replays ~600/h", frames))
-    if (node := pick.node()) is not None:
+    if (node := pick.node(gpu_case_nodes)) is not None:
         gpu, (t0, t1) = int(rng.integers(8)), window(6)
         samples = _counter_ramp(samples, node, gpu, NVLINK, t0, t1, 3.0, add_rows=True)
         rows.append(_gpu_truth("nvlink_errors", node, gpu, t0, t1, "NVLink CRC errors ~180/h", frames))
-    if (node := pick.node()) is not None:
+    if (node := pick.node(gpu_case_nodes)) is not None:
         gpu, (t0, _) = int(rng.integers(8)), window(1)
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu) & (pl.col("metric") == REMAP)
         samples = samples.with_columns(
             pl.when(here & (pl.col("ts") >= t0)).then(1.0).otherwise(pl.col("value")).alias("value"))
         rows.append(_gpu_truth("row_remap_failure", node, gpu, t0, t_last, "row remap failure = 1", frames))
-    if (node := pick.node()) is not None:
+    if (node := pick.node(gpu_case_nodes)) is not None:
         gpu = int(rng.integers(8))
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu)
         noise = pl.Series(rng.standard_normal(samples.height))
@@ -186,7 +188,7 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
             .otherwise(pl.col("value")).alias("value")).drop("_noise")
         rows.append(_gpu_truth("noisy_gpu", node, gpu, t_first, t_last,
                                "noisy clock/power (+-4 %) and temperature (+-3 C)", frames))
-    if (node := pick.node()) is not None:
+    if (node := pick.node(gpu_case_nodes)) is not None:
         gpu, (t0, _) = int(rng.integers(8)), window(1)
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu)
         minutes = (pl.col("ts") - pl.lit(t_first)).dt.total_seconds() / 60.0
@@ -208,13 +210,18 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
         ("heterogeneous_ranks", {}, 200, "ranks spread evenly 0.97x .. 1.03x"),
     ]
     for kind, factors, min_steps, effect in rank_cases:
-        job = pick.job(min_steps)
-        if job is None:
+        found = None
+        while found is None and (job := pick.job(min_steps)) is not None:
+            job_id, attempt, n_steps = job
+            ranks_on = (steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))
+                        .filter(pl.col("step") == pl.col("step").min()))
+            eligible = sorted(ranks_on.filter(~pl.col("node").is_in(list(gpu_case_nodes)))["rank"].to_list())
+            if len(eligible) >= max(1, len(factors)):
+                found = (job_id, attempt, n_steps, sorted(ranks_on["rank"].to_list()), eligible)
+        if found is None:
             continue
-        job_id, attempt, n_steps = job
-        ranks = sorted(steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))["rank"]
-                       .unique().to_list())
-        chosen = [int(r) for r in rng.choice(ranks, size=len(factors), replace=False)] if factors else []
+        job_id, attempt, n_steps, ranks, eligible = found
+        chosen = [int(r) for r in rng.choice(eligible, size=len(factors), replace=False)] if factors else []
         first = int(steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))["step"].min())
         from_step = first + n_steps - 200 if kind == "straggler_midrun" else first
         if kind == "heterogeneous_ranks":
