@@ -26,7 +26,7 @@ hundred steps; the detectors read ratios, not end times).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,11 +50,21 @@ class _Picker:
     nodes: list[str]
     jobs: list[tuple[str, int, int]]  # (job_id, attempt, steps)
 
-    def node(self, used: set[str]) -> str | None:
-        if not self.nodes:
-            return None
-        used.add(self.nodes[0])
-        return self.nodes.pop(0)
+    gpus_taken: dict[str, set[int]] = field(default_factory=dict)
+
+    def gpu(self, rng: np.random.Generator) -> tuple[str, int] | None:
+        """A free GPU: first on a node no case uses yet, then another GPU of a used node."""
+        for node in self.nodes:
+            if node not in self.gpus_taken:
+                self.gpus_taken[node] = set()
+                break
+        else:
+            node = next((n for n, g in self.gpus_taken.items() if len(g) < 8), None)
+            if node is None:
+                return None
+        gpu = int(rng.choice(sorted(set(range(8)) - self.gpus_taken[node])))
+        self.gpus_taken[node].add(gpu)
+        return node, gpu
 
     def job(self, min_steps: int) -> tuple[str, int, int] | None:
         for i, job in enumerate(self.jobs):
@@ -152,7 +162,6 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
     frames = dict(frames)
     truth = frames["ground_truth"]
     pick = _picker(frames, truth, rng, rank_cases=4)
-    gpu_case_nodes: set[str] = set()
     samples, steps, attempts = frames["gpu_samples"], frames["rank_steps"], frames["job_attempts"]
     t_first, t_last = samples["ts"].min(), samples["ts"].max()
     span = (t_last - t_first).total_seconds()
@@ -162,22 +171,22 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
         start = t_first + dt.timedelta(minutes=int(rng.uniform(0.1, 0.6) * span / 60))
         return start, min(t_last, start + dt.timedelta(hours=hours))
 
-    if (node := pick.node(gpu_case_nodes)) is not None:
-        gpu, (t0, t1) = int(rng.integers(8)), window(6)
+    if (chosen_gpu := pick.gpu(rng)) is not None:
+        (node, gpu), (t0, t1) = chosen_gpu, window(6)
         samples = _counter_ramp(samples, node, gpu, PCIE, t0, t1, 10.0, add_rows=False)
         rows.append(_gpu_truth("pcie_replay", node, gpu, t0, t1, "PCIe replays ~600/h", frames))
-    if (node := pick.node(gpu_case_nodes)) is not None:
-        gpu, (t0, t1) = int(rng.integers(8)), window(6)
+    if (chosen_gpu := pick.gpu(rng)) is not None:
+        (node, gpu), (t0, t1) = chosen_gpu, window(6)
         samples = _counter_ramp(samples, node, gpu, NVLINK, t0, t1, 3.0, add_rows=True)
         rows.append(_gpu_truth("nvlink_errors", node, gpu, t0, t1, "NVLink CRC errors ~180/h", frames))
-    if (node := pick.node(gpu_case_nodes)) is not None:
-        gpu, (t0, _) = int(rng.integers(8)), window(1)
+    if (chosen_gpu := pick.gpu(rng)) is not None:
+        (node, gpu), (t0, _) = chosen_gpu, window(1)
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu) & (pl.col("metric") == REMAP)
         samples = samples.with_columns(
             pl.when(here & (pl.col("ts") >= t0)).then(1.0).otherwise(pl.col("value")).alias("value"))
         rows.append(_gpu_truth("row_remap_failure", node, gpu, t0, t_last, "row remap failure = 1", frames))
-    if (node := pick.node(gpu_case_nodes)) is not None:
-        gpu = int(rng.integers(8))
+    if (chosen_gpu := pick.gpu(rng)) is not None:
+        node, gpu = chosen_gpu
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu)
         noise = pl.Series(rng.standard_normal(samples.height))
         samples = samples.with_columns(noise.alias("_noise")).with_columns(
@@ -188,8 +197,8 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
             .otherwise(pl.col("value")).alias("value")).drop("_noise")
         rows.append(_gpu_truth("noisy_gpu", node, gpu, t_first, t_last,
                                "noisy clock/power (+-4 %) and temperature (+-3 C)", frames))
-    if (node := pick.node(gpu_case_nodes)) is not None:
-        gpu, (t0, _) = int(rng.integers(8)), window(1)
+    if (chosen_gpu := pick.gpu(rng)) is not None:
+        (node, gpu), (t0, _) = chosen_gpu, window(1)
         here = (pl.col("node") == node) & (pl.col("gpu") == gpu)
         minutes = (pl.col("ts") - pl.lit(t_first)).dt.total_seconds() / 60.0
         after = (pl.col("ts") - pl.lit(t0)).dt.total_seconds() / 60.0
@@ -215,7 +224,7 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
             job_id, attempt, n_steps = job
             ranks_on = (steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))
                         .filter(pl.col("step") == pl.col("step").min()))
-            eligible = sorted(ranks_on.filter(~pl.col("node").is_in(list(gpu_case_nodes)))["rank"].to_list())
+            eligible = sorted(ranks_on.filter(~pl.col("node").is_in(list(pick.gpus_taken)))["rank"].to_list())
             if len(eligible) >= max(1, len(factors)):
                 found = (job_id, attempt, n_steps, sorted(ranks_on["rank"].to_list()), eligible)
         if found is None:
