@@ -20,6 +20,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
+from pipelines.stragglers import build_rank_slowdown
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
 
@@ -37,6 +38,11 @@ def _steps() -> list[Step]:
 
     return [
         Step("xid_catalogue"),
+        Step("goodput_attempts"),
+        Step("goodput_steps"),
+        Step("goodput_segments"),
+        Step("job_goodput"),
+        Step("rank_slowdown", run=build_rank_slowdown),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),
@@ -46,6 +52,7 @@ def _steps() -> list[Step]:
         Step("fleet_availability_daily"),
         Step("attempt_outcomes"),
         Step("job_outcomes"),
+        Step("goodput_stack"),
     ]
 
 
@@ -83,7 +90,7 @@ def compute(
     ensure_schema(con)
     version = data_version(con)
     fingerprint = settings_fingerprint(settings)
-    last = _last_compute(con)  # also creates compute_log on a fresh database
+    last = _last_compute(con)  # also creates compute_log on a new database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
     for statement in statements(load_sql("schema/derived")):

@@ -66,7 +66,6 @@ def query_pl(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
 ) -> pl.DataFrame:
     """Run `queries/<name>.sql` and return a polars DataFrame."""
-    # DuckDB 2 connections have no `.pl()`; relations do.
     sql = load_sql(name)
     return con.sql(sql, params=bind(sql, params)).pl()
 

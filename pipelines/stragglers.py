@@ -1,0 +1,150 @@
+"""Per-rank slowdown statistics and the straggler verdict (the `rank_slowdown` table).
+
+SQL (`queries/derived/rank_step_times.sql`) gives every rank's step time, its ratio to the
+step's median rank and the step's drag charged to the slowest rank. This module adds what
+SQL cannot do well: per-rank quantiles of the ratios, a one-sided Mann-Whitney U test of each
+rank's ratios against all other ranks' ratios of the same attempt, Holm's correction across the
+job's ranks, and nvidia-resiliency-ext's relative score for comparison.
+
+The U test is computed for every rank of an attempt from one ranking of all its ratios
+(`scipy.stats.rankdata`), so a 512-rank x 2,000-step attempt costs one sort, not 512 tests.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from pipelines.config import Settings
+from pipelines.sql import query_pl
+
+RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "attempt": pl.Int32(),
+    "rank": pl.Int32(),
+    "node": pl.String(),
+    "gpu": pl.Int16(),
+    "steps": pl.Int64(),
+    "median_ratio": pl.Float64(),
+    "p95_ratio": pl.Float64(),
+    "slowest_share": pl.Float64(),
+    "drag_s": pl.Decimal(18, 6),
+    "median_time_s": pl.Float64(),
+    "relative_score": pl.Float64(),
+    "relative_flagged": pl.Boolean(),
+    "u_statistic": pl.Float64(),
+    "p_value_raw": pl.Float64(),
+    "p_value": pl.Float64(),
+    "is_straggler": pl.Boolean(),
+}
+
+
+def mann_whitney_greater(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided Mann-Whitney U test of each group's values against all other values.
+
+    `groups[i]` in 0..n_groups-1 names the group of `values[i]`. Returns (U, p) per group,
+    where U counts pairs (group value > other value, ties half) and p is the normal
+    approximation with tie correction and continuity correction, as
+    `scipy.stats.mannwhitneyu(x, rest, alternative="greater", method="asymptotic")` gives.
+    A group that is empty or holds every value gets U = NaN, p = NaN.
+    """
+    total = values.size
+    ranks = stats.rankdata(values)  # average ranks for ties
+    n1 = np.bincount(groups, minlength=n_groups).astype(np.float64)
+    rank_sums = np.bincount(groups, weights=ranks, minlength=n_groups)
+    n2 = total - n1
+    u = rank_sums - n1 * (n1 + 1) / 2
+    _, tie_counts = np.unique(values, return_counts=True)
+    tie_term = float(np.sum(tie_counts.astype(np.float64) ** 3 - tie_counts)) / (total * (total - 1)) if total > 1 else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt(n1 * n2 / 12 * ((total + 1) - tie_term))
+        z = (u - n1 * n2 / 2 - 0.5) / sd
+        p = stats.norm.sf(z)
+    u = np.where((n1 > 0) & (n2 > 0), u, np.nan)
+    p = np.where((n1 > 0) & (n2 > 0), np.where(sd > 0, p, 1.0), np.nan)
+    return u, p
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (NaN stays NaN and does not count as a test)."""
+    adjusted = np.full(p_values.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(p_values))
+    m = present.size
+    if m == 0:
+        return adjusted
+    order = present[np.argsort(p_values[present], kind="stable")]
+    scaled = p_values[order] * (m - np.arange(m))
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
+
+
+def lower_median(values: np.ndarray) -> float:
+    """The lower of the two middle values for an even count (torch.median's convention)."""
+    ordered = np.sort(values)
+    return float(ordered[(ordered.size - 1) // 2])
+
+
+def _attempt_stats(times: pl.DataFrame) -> pl.DataFrame:
+    """Per-rank statistics of one attempt's rows (sorted by rank, step)."""
+    per_rank = (
+        times.group_by("rank", maintain_order=True)
+        .agg(
+            pl.col("node").last(),
+            pl.col("gpu").last(),
+            pl.col("ratio").drop_nulls().len().alias("steps"),
+            pl.col("ratio").median().alias("median_ratio"),
+            pl.col("ratio").quantile(0.95, interpolation="linear").alias("p95_ratio"),
+            pl.col("is_slowest").mean().alias("slowest_share"),
+            pl.col("drag_s").sum().alias("drag_s"),
+            pl.col("time_s").sort().get((pl.col("time_s").len() - 1) // 2).alias("median_time_s"),
+        )
+    )
+    valid = times.filter(pl.col("ratio").is_not_null())
+    rank_ids = per_rank["rank"].to_numpy()
+    index = {int(r): i for i, r in enumerate(rank_ids)}
+    groups = np.array([index[int(r)] for r in valid["rank"].to_numpy()], dtype=np.int64)
+    u, p = mann_whitney_greater(valid["ratio"].to_numpy().astype(np.float64), groups, len(rank_ids))
+    fastest = per_rank["median_time_s"].min()
+    return per_rank.with_columns(
+        (pl.lit(fastest) / pl.col("median_time_s")).alias("relative_score"),
+        pl.Series("u_statistic", u),
+        pl.Series("p_value_raw", p),
+    )
+
+
+def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame:
+    """`rank_slowdown` rows from `rank_step_times` rows (see the module docstring)."""
+    s = settings.stragglers
+    parts = []
+    for (job_id, attempt), group in times.group_by(["job_id", "attempt"], maintain_order=True):
+        parts.append(_attempt_stats(group).with_columns(pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")))
+    if not parts:
+        return pl.DataFrame(schema=RANK_SLOWDOWN_COLUMNS)
+    frame = pl.concat(parts, how="diagonal_relaxed")
+    adjusted = []
+    for _, group in frame.group_by("job_id", maintain_order=True):
+        adjusted.append(group.with_columns(pl.Series("p_value", holm(group["p_value_raw"].to_numpy().astype(np.float64)))))
+    frame = pl.concat(adjusted)
+    frame = frame.with_columns(
+        (pl.col("relative_score") < s.relative_score_threshold).alias("relative_flagged"),
+        (
+            (pl.col("median_ratio") > s.median_ratio_threshold)
+            & (pl.col("steps") >= s.min_steps)
+            & (pl.col("p_value") < s.alpha).fill_null(False)
+        ).alias("is_straggler"),
+    )
+    return frame.select([pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]).sort(
+        ["job_id", "attempt", "rank"]
+    )
+
+
+def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """Compute step: (re)create `rank_slowdown` from `rank_step_times`."""
+    times = query_pl(con, "derived/rank_step_times", settings.sql_params())
+    con.register("rank_slowdown_rows", rank_slowdown_frame(times, settings))
+    try:
+        con.execute("CREATE OR REPLACE TABLE rank_slowdown AS SELECT * FROM rank_slowdown_rows")
+    finally:
+        con.unregister("rank_slowdown_rows")
