@@ -81,9 +81,17 @@ def _picker(frames: dict[str, pl.DataFrame], truth: pl.DataFrame, rng: np.random
     busy_nodes |= set(frames["maintenance"]["node"].to_list())
     busy_jobs = set(truth["job_id"].drop_nulls().to_list())
     attempts = frames["job_attempts"]
-    # Jobs on a faulty node are busy too: their ranks may straggle for a real reason.
+    # An attempt that overlaps (1 h slack) a fault or maintenance on one of its nodes is busy:
+    # its ranks may straggle for a real reason.
+    slack = dt.timedelta(hours=1)
+    node_windows = [(r["node"], r["start_ts"] - slack, r["end_ts"] + slack)
+                    for r in truth.filter(pl.col("node").is_not_null()).iter_rows(named=True)]
+    node_windows += [(r["node"], r["start_ts"] - slack, r["end_ts"] + slack)
+                     for r in frames["maintenance"].iter_rows(named=True)]
+    horizon = frames["gpu_samples"]["ts"].max()
     for row in attempts.iter_rows(named=True):
-        if busy_nodes & set(row["nodes"]):
+        a0, a1 = row["start_ts"], row["end_ts"] or horizon
+        if any(n in row["nodes"] and w0 < a1 and w1 > a0 for n, w0, w1 in node_windows):
             busy_jobs.add(row["job_id"])
     steps = (
         frames["rank_steps"].group_by("job_id", "attempt")
@@ -213,10 +221,10 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
                                "ECC SBE 4000 and PCIe replay 900 counters reset to 0 by a reboot", frames))
 
     rank_cases: list[tuple[str, dict[int, float], int, str]] = [
+        ("straggler_midrun", {0: 1.05}, 300, "one rank 5 % slower for the last 200 steps"),
         ("straggler", {0: 1.05}, 200, "one rank 5 % slower from the first step"),
-        ("straggler_midrun", {0: 1.05}, 400, "one rank 5 % slower for the last 200 steps"),
-        ("two_stragglers", {0: 1.05, 1: 1.08}, 200, "two ranks 5 % and 8 % slower"),
-        ("heterogeneous_ranks", {}, 200, "ranks spread evenly 0.97x .. 1.03x"),
+        ("two_stragglers", {0: 1.05, 1: 1.08}, 100, "two ranks 5 % and 8 % slower"),
+        ("heterogeneous_ranks", {}, 100, "ranks spread evenly 0.97x .. 1.03x"),
     ]
     for kind, factors, min_steps, effect in rank_cases:
         found = None
