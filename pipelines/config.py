@@ -105,7 +105,7 @@ class DetectionSettings:
     peer_merge_gap_s: int = 3600
     """Deviations less than this apart are one finding (a throttled GPU idles between jobs)."""
     nic_min_samples: int = 3
-    """Consecutive samples with fewer NIC links than expected before it is an anomaly."""
+    """Samples an episode of fewer NIC links than expected needs (a renegotiating link is not one)."""
     gap_s: int = 300
     """A GPU silent this long while its node reports Ready is a telemetry gap."""
     flap_window_s: int = 3600

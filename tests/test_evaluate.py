@@ -115,3 +115,14 @@ def test_fault_free_fleet_has_no_findings():
     run = run_seed(4, nodes=8, days=1, faults="none", settings=Settings())
     assert run.truth.is_empty()
     assert run.anomalies.select("kind", "node", "gpu", "start_ts").to_dicts() == []
+
+
+def test_every_detection_setting_is_documented():
+    import dataclasses
+    from pathlib import Path
+
+    from pipelines.config import DetectionSettings
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "detection.md").read_text()
+    missing = [f.name for f in dataclasses.fields(DetectionSettings) if f"`{f.name}`" not in doc]
+    assert missing == []
