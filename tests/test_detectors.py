@@ -263,17 +263,23 @@ def test_stable_conditions_do_not_flap(con):
 
 def test_impact_counts_jobs_on_the_node_while_open(con):
     # DBE open from minute 50 to 90. An 8-GPU job on n1 from minute 0 to 60 overlaps 10 min:
-    # 8 x 10/60 = 1.333 GPU-h; a job on another node adds nothing.
+    # 8 x 10/60 = 1.333 GPU-h; a job on another node adds nothing; a failed 8-GPU attempt on n1
+    # from 30 to 55 overlaps 5 min: + 8 x 5/60 = 0.667, total 2.0 GPU-h. That attempt logged no
+    # steps and no checkpoint, so all of it is wasted progress (goodput_segments): its 25 min x 8
+    # GPUs = 3.333 GPU-h of goodput lost, ending inside the finding's failure window.
     fleet = Fleet(nodes=["n1", "n2"])
     fleet.set("n1", 0, DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30)
-    for job, node in (("j1", "n1"), ("j2", "n2")):
+    for job, node, start, end, state in (("j1", "n1", 0, 60, "succeeded"), ("j2", "n2", 0, 60, "succeeded"),
+                                         ("j3", "n1", 30, 55, "failed")):
         fleet.jobs.append({"job_id": job, "name": job, "user": "u", "team": "t", "queue": "q",
-                           "submit_ts": at(0), "start_ts": at(0), "end_ts": at(60), "num_gpus": 8,
-                           "state": "succeeded", "exit_code": 0, "reason": None})
-        fleet.attempts.append({"job_id": job, "attempt": 0, "start_ts": at(0), "end_ts": at(60),
-                               "state": "succeeded", "exit_code": 0, "reason": None, "nodes": [node]})
+                           "submit_ts": at(0), "start_ts": at(start), "end_ts": at(end), "num_gpus": 8,
+                           "state": state, "exit_code": 0 if state == "succeeded" else 1, "reason": None})
+        fleet.attempts.append({"job_id": job, "attempt": 0, "start_ts": at(start), "end_ts": at(end),
+                               "state": state, "exit_code": 0 if state == "succeeded" else 1,
+                               "reason": None, "nodes": [node]})
     rows = only(findings(con, fleet), "ecc_dbe")
-    assert [round(r["impact_gpu_h"], 3) for r in rows] == [1.333]
+    assert [round(r["impact_gpu_h"], 3) for r in rows] == [2.0]
+    assert json.loads(rows[0]["evidence"])["goodput_lost_gpu_h"] == pytest.approx(3.3333, abs=1e-3)
 
 
 def test_healthy_fleet_has_no_findings(con):
