@@ -35,10 +35,13 @@ NOISE = 0.01 * np.sin(np.arange(400) * 1.7)  # deterministic +-1 % wobble
         (np.r_[np.ones(180), np.full(20, 1.05)] + NOISE[:200], 180),
         # Recovering rank (slow, then normal): a downward shift is not an onset.
         (np.r_[np.full(100, 1.05), np.ones(100)] + NOISE[:200], 0),
+        # Slow from the start (1.05), slower still for the last 13 steps (1.06): with
+        # normal_below 1.02 the first part is not normal, so the onset stays at 0.
+        (np.r_[np.full(187, 1.05), np.full(13, 1.06)] + NOISE[:200] / 5, 0),
     ],
 )
 def test_mean_shift_onset(series, expected):
-    assert mean_shift_onset(series, min_segment=10) == expected
+    assert mean_shift_onset(series, min_segment=10, normal_below=1.02) == expected
 
 
 @settings(max_examples=60, deadline=None)

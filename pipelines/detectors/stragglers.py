@@ -55,7 +55,8 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
             continue
         s = s.filter(pl.col("ratio").is_not_null() & pl.col("ratio").is_not_nan())
         ratios = s["ratio"].to_numpy()
-        onset = mean_shift_onset(ratios, min_segment=min_segment)
+        onset = mean_shift_onset(ratios, min_segment=min_segment,
+                                 normal_below=float(params["straggler_ratio"]))
         onset_step = int(s["step"][onset])
         window = query_pl(
             con,
