@@ -9,6 +9,7 @@ columns of `CANDIDATE_SCHEMA`; `queries/detect/finalize.sql` turns them into `an
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 from typing import Any
 
@@ -49,19 +50,18 @@ CANDIDATE_SCHEMA: dict[str, str] = {
 LADDER: tuple[str, ...] = ("watch", "cordon", "drain", "reset_gpu", "reboot", "replace")
 """The remediation ladder, mildest first."""
 
-def _kind_classes() -> dict[str, str]:
-    import csv
 
-    with open(queries_dir() / "data" / "anomaly_kinds.csv", newline="") as f:
+def anomaly_kinds_path() -> str:
+    return str(queries_dir() / "data" / "anomaly_kinds.csv")
+
+
+def _kind_classes() -> dict[str, str]:
+    with open(anomaly_kinds_path(), newline="") as f:
         return {row["kind"]: row["class"] for row in csv.DictReader(f)}
 
 
 KIND_CLASSES: dict[str, str] = _kind_classes()
 """Anomaly kind -> class (hardware / infrastructure / straggler), from queries/data/anomaly_kinds.csv."""
-
-
-def anomaly_kinds_path() -> str:
-    return str(queries_dir() / "data" / "anomaly_kinds.csv")
 
 
 def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
