@@ -24,13 +24,14 @@ WITH rules(metric, kind, mode, threshold, severity, action) AS (
         ('DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', 'nvlink_error_rate', 'counter', $det_nvlink_errors_per_window, 'warn', 'cordon')
 ),
 samples AS (
-    SELECT s.ts, s.node, s.gpu, s.uuid, s.metric, s.value, r.kind, r.mode,
+    SELECT s.ts, s.node, s.gpu, s.uuid, s.metric, s.value, r.kind, r.mode, r.threshold, r.severity, r.action,
            s.value - lag(s.value) OVER (PARTITION BY s.node, s.gpu, s.metric ORDER BY s.ts) AS delta
     FROM gpu_samples s JOIN rules r USING (metric)
 ),
 increases AS (
     -- Several NVLink counters feed one kind: add their increases per instant.
     SELECT ts, node, gpu, any_value(uuid) AS uuid, kind, any_value(mode) AS mode,
+           any_value(threshold) AS threshold, any_value(severity) AS severity, any_value(action) AS action,
            sum(CASE WHEN delta IS NULL THEN 0 WHEN delta < 0 THEN value ELSE delta END) AS increase,
            max(value) AS level,
            bool_or(delta < 0) AS reset
@@ -46,10 +47,9 @@ windowed AS (
     FROM increases
 ),
 flagged AS (
-    SELECT w.*, r.threshold, r.severity, r.action,
-           CASE WHEN w.mode = 'level' THEN w.level ELSE w.window_increase END AS measure
-    FROM windowed w JOIN (SELECT DISTINCT kind, threshold, severity, action FROM rules) r USING (kind)
-    WHERE CASE WHEN w.mode = 'level' THEN w.level ELSE w.window_increase END >= r.threshold
+    SELECT * FROM (
+        SELECT *, CASE WHEN mode = 'level' THEN level ELSE window_increase END AS measure FROM windowed)
+    WHERE measure >= threshold
 ),
 islands AS (
     SELECT *,
