@@ -39,6 +39,7 @@ def _steps() -> list[Step]:
     return [
         Step("xid_catalogue"),
         Step("goodput_attempts"),
+        Step("goodput_checkpoints"),
         Step("goodput_steps"),
         Step("goodput_segments"),
         Step("job_goodput"),
@@ -53,6 +54,10 @@ def _steps() -> list[Step]:
         Step("attempt_outcomes"),
         Step("job_outcomes"),
         Step("goodput_stack"),
+        Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
+        # These read every metric table above: keep them last.
+        Step("attempt_clusters"),
+        Step("weekly_summary"),
     ]
 
 

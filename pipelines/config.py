@@ -31,6 +31,13 @@ class AvailabilitySettings:
     good_when_true_suffixes: list[str] = field(default_factory=lambda: ["Ready", "Healthy"])
     """Conditions named so (or exactly so) are good when `True`; all others when `False`."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.staleness_s, int) or self.staleness_s <= 0:
+            raise ConfigError(
+                f"`availability.staleness_s` must be a positive number of seconds, not `{self.staleness_s}`.",
+                "Set it to at least the scrape interval, e.g. staleness_s = 300.",
+            )
+
 
 @dataclass(frozen=True)
 class FailureSettings:
@@ -43,17 +50,17 @@ class FailureSettings:
     hardware_anomaly_kinds: list[str] = field(
         default_factory=lambda: [
             "xid",
-            "ecc_dbe",
             "ecc_sbe_rate",
+            "ecc_dbe",
             "row_remap_failure",
             "row_remap_pending",
             "pcie_replay_rate",
             "nvlink_error_rate",
             "nic_links_down",
-            "telemetry_gap",
         ]
     )
-    """Anomaly kinds that count as a hardware signal when classifying a failed attempt."""
+    """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
+    hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
     xid_catalogue: str = ""
     """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 

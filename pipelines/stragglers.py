@@ -135,6 +135,9 @@ def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame
             & (pl.col("p_value") < s.alpha).fill_null(False)
         ).alias("is_straggler"),
     )
+    # a statistic that cannot be computed (one rank alone, all times equal) is unknown: NULL, not NaN
+    floats = [name for name, dtype in RANK_SLOWDOWN_COLUMNS.items() if dtype == pl.Float64()]
+    frame = frame.with_columns(pl.col(floats).fill_nan(None))
     return frame.select([pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]).sort(
         ["job_id", "attempt", "rank"]
     )

@@ -172,3 +172,20 @@ def test_running_job_ends_at_the_data_horizon(con):
     ).fetchall()
     # init [0,10), steps [10,110) all productive (the running attempt keeps its steps so far).
     assert row == [(Decimal(110), Decimal(100), Decimal(10), Decimal(0), True)]
+
+
+def test_running_job_waiting_for_requeue(con):
+    # Attempt 0 [0,110) failed with no save: steps 1..10 [10,110) wasted, init [0,10). The job is
+    # still running (waiting for a requeue); the data horizon is 200 (a node condition sample),
+    # so [110,200) is recovery.
+    load(con, {
+        "jobs": [job("requeue", start=0, end=None, state="running")],
+        "job_attempts": [attempt("requeue", 0, start=0, end=110, state="failed")],
+        "rank_steps": steps("requeue", 0, first_end=20, step_s=10, count=10),
+        "node_conditions": [{"ts": at(200), "node": "n1", "condition": "Ready", "status": "True"}],
+    })
+    compute_with_node_states(con, Settings())
+    row = con.execute(
+        "SELECT wall_s, productive_s, init_s, wasted_s, recovery_s, other_s, is_running FROM job_goodput"
+    ).fetchall()
+    assert row == [(Decimal(200), Decimal(0), Decimal(10), Decimal(100), Decimal(90), Decimal(0), True)]

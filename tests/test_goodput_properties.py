@@ -95,7 +95,7 @@ def snapshot(con) -> dict[str, list[tuple]]:
     return {t: con.execute(f"SELECT * FROM {t} ORDER BY {order}").fetchall() for t, order in TABLES.items()}
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleets())
 def test_goodput_invariants(tables):
     con = connect(":memory:")

@@ -66,3 +66,29 @@ def test_stack_splits_at_iso_weeks(con):
         ("2026-W48", at(0), Decimal(8), Decimal(6), Decimal(2)),
         ("2026-W49", at(7 * 86400), Decimal(8), Decimal(6), Decimal(2)),
     ]
+
+
+@pytest.mark.parametrize(
+    "state, expected",
+    [
+        # A 2-GPU job on an 8-GPU node for the whole hour [0, 3600); the node's state all hour:
+        # capacity, unavailable, unknown, idle, allocated (GPU-h). Allocated 2 x 1 h whatever the state;
+        # the 6 free GPUs x 1 h go by state; in maintenance they are not in capacity at all.
+        ("available", (8, 0, 0, 6, 2)),
+        ("degraded", (8, 0, 0, 6, 2)),
+        ("unavailable", (8, 6, 0, 0, 2)),
+        ("unknown", (8, 0, 6, 0, 2)),
+        ("maintenance", (2, 0, 0, 0, 2)),
+    ],
+)
+def test_allocated_gpus_count_whatever_the_node_state(con, state, expected):
+    load(con, {
+        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+        "jobs": [job("j", start=0, end=3600, state="succeeded")],
+        "job_attempts": [attempt("j", 0, start=0, end=3600, state="succeeded")],
+    })
+    compute_with_node_states(con, Settings(), [("n1", 0, 3600, state)])
+    row = con.execute(
+        "SELECT capacity_gpu_h, unavailable_gpu_h, unknown_gpu_h, idle_gpu_h, allocated_gpu_h FROM goodput_stack"
+    ).fetchall()
+    assert row == [tuple(Decimal(v) for v in expected)]

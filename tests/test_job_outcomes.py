@@ -171,3 +171,37 @@ def test_a_job_without_attempt_rows_is_one_attempt(con):
     rows = con.execute("SELECT job_id, failure_class, attempts, gpu_hours FROM job_outcomes ORDER BY job_id").fetchall()
     # timeout: user, 8 GPUs x 1 h; cancelled before it started: user, no attempt, no GPU-hours.
     assert rows == [("queued", "user", 0, 0.0), ("solo", "user", 1, 8.0)]
+
+
+SUCCESS_COLUMNS = ("eligible_jobs", "succeeded_jobs", "success_ratio", "first_attempt_success_ratio",
+                   "failed_jobs_hardware", "failed_jobs_infrastructure", "failed_jobs_user", "failed_jobs_software",
+                   "failed_jobs_unknown", "crash_loop_jobs", "interruptions", "allocated_gpu_days",
+                   "interruptions_per_1k_gpu_days")
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        # The whole fleet: 8 eligible, 2 succeeded; first attempt: only j-ok (1/8). Failed eligible jobs by
+        # class: hardware j-hw, infrastructure j-evict, user j-oom, software j-crash + j-app, unknown j-noexit.
+        # Interruptions (ended, not succeeded, not cancelled): j-hw 1 + j-crash 3 + j-pre 1 + j-retry 1 +
+        # j-oom 1 + j-noexit 1 + j-app 1 + j-evict 1 = 10. Allocated: 40200 GPU-s = 0.465278 GPU-days.
+        ("2026-11-23 00:00", "2026-11-25 00:00",
+         (8, 2, 0.25, 1 / 8, 1, 1, 1, 2, 1, 1, 10, 40200 / 86400, 10 / (40200 / 86400) * 1000)),
+        # Tuesday 00:00-01:00: jobs ending inside are j-hw (00:29) and j-crash (00:30); 4 interrupted attempts.
+        # GPU-minutes inside: j-hw 2 x 29 + j-crash 2 x 26 + j-ok 4 x 20 = 190 = 190 / 1440 GPU-days.
+        ("2026-11-24 00:00", "2026-11-24 01:00",
+         (2, 0, 0.0, 0.0, 1, 0, 0, 1, 0, 1, 4, 190 / 1440, 4 / (190 / 1440) * 1000)),
+        # A window with no job: rates are NULL, not zero.
+        ("2026-12-01 00:00", "2026-12-02 00:00", (0, 0, None, None, 0, 0, 0, 0, 0, 0, 0, 0.0, None)),
+    ],
+)
+def test_job_success_over_a_window(fleet_con, start, end, expected):
+    from datetime import UTC, datetime
+
+    from pipelines.sql import query_pl
+
+    window = {"start": datetime.fromisoformat(start).replace(tzinfo=UTC),
+              "end": datetime.fromisoformat(end).replace(tzinfo=UTC)}
+    row = query_pl(fleet_con, "metrics/job_success", window).select(SUCCESS_COLUMNS).rows()
+    assert row == [pytest.approx(expected)]

@@ -8,9 +8,9 @@ so the same (seed, start, nodes, days) always gives the same fleet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Callable
 
 import numpy as np
 
@@ -84,7 +84,9 @@ class SimulationConfig:
 
 def rng_for(cfg: SimulationConfig, *stream: int) -> np.random.Generator:
     """An independent generator per purpose, so adding draws in one place moves nothing else."""
-    return np.random.default_rng([cfg.seed, int(cfg.start.timestamp()), cfg.nodes, cfg.days, *stream])
+    return np.random.default_rng(
+        [cfg.seed, int(cfg.start.timestamp()), cfg.nodes, cfg.days, *stream]
+    )
 
 
 @dataclass
@@ -152,7 +154,13 @@ class Job:
         return 1 if self.kind == "gpu1" else self.n_nodes * GPUS_PER_NODE
 
 
-BACKGROUND_OUTCOMES = (("succeeded", 0.93), ("failed", 0.03), ("oom", 0.015), ("cancelled", 0.015), ("timeout", 0.01))
+BACKGROUND_OUTCOMES = (
+    ("succeeded", 0.93),
+    ("failed", 0.03),
+    ("oom", 0.015),
+    ("cancelled", 0.015),
+    ("timeout", 0.01),
+)
 
 
 def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
@@ -168,7 +176,9 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
         train_nodes = int(np.sum((fleet.cluster == c) & fleet.train))
         batch_nodes = int(np.sum((fleet.cluster == c) & ~fleet.train))
         if train_nodes >= 2:
-            budget = 0.72 * train_nodes * horizon  # node-seconds of planned work; steps run ~10 % longer
+            budget = (
+                0.72 * train_nodes * horizon
+            )  # node-seconds of planned work; steps run ~10 % longer
             sizes = np.array([2, 4, 8, 16, 32, 64])
             p = np.array([0.35, 0.25, 0.2, 0.1, 0.07, 0.03])
             p = np.where(sizes <= train_nodes, p, 0)
@@ -180,20 +190,46 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
                 # Bigger jobs run shorter here, keeping rank_steps bounded.
                 dur = max(1800.0, dur * min(1.0, 8 / k))
                 n_steps = max(20, int(dur / (base * 1.1)))
-                specs.append(dict(kind="multi", cluster=c, n_nodes=k, duration_s=dur, n_steps=n_steps,
-                                  base_s=base, save_every=max(5, round(1800 / base)),
-                                  save_s=float(rng.uniform(20, 60)), queue="train"))
+                specs.append(
+                    {
+                        "kind": "multi",
+                        "cluster": c,
+                        "n_nodes": k,
+                        "duration_s": dur,
+                        "n_steps": n_steps,
+                        "base_s": base,
+                        "save_every": max(5, round(1800 / base)),
+                        "save_s": float(rng.uniform(20, 60)),
+                        "queue": "train",
+                    }
+                )
                 budget -= k * dur
         if batch_nodes >= 1:
             budget = 0.85 * batch_nodes * GPUS_PER_NODE * horizon  # GPU-seconds
             while budget > 0:
                 if rng.random() < 0.7:
                     dur = float(np.clip(rng.lognormal(np.log(40 * 60), 1.0), 120, 12 * 3600))
-                    specs.append(dict(kind="gpu1", cluster=c, n_nodes=1, duration_s=dur, queue="dev"))
+                    specs.append(
+                        {
+                            "kind": "gpu1",
+                            "cluster": c,
+                            "n_nodes": 1,
+                            "duration_s": dur,
+                            "queue": "dev",
+                        }
+                    )
                     budget -= dur
                 else:
                     dur = float(np.clip(rng.lognormal(np.log(2 * 3600), 0.8), 600, 24 * 3600))
-                    specs.append(dict(kind="node", cluster=c, n_nodes=1, duration_s=dur, queue="batch"))
+                    specs.append(
+                        {
+                            "kind": "node",
+                            "cluster": c,
+                            "n_nodes": 1,
+                            "duration_s": dur,
+                            "queue": "batch",
+                        }
+                    )
                     budget -= 8 * dur
     submits = np.sort(rng.uniform(0, horizon * 0.97, size=len(specs)))
     order = rng.permutation(len(specs))
@@ -207,16 +243,29 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
         if kind != "multi":
             outcome = outcome_names[int(rng.choice(len(outcome_names), p=outcome_p))]
             frac = 1.0 if outcome in ("succeeded", "timeout") else float(rng.uniform(0.05, 0.9))
-        jobs.append(Job(
-            index=i, job_id=str(700000 + i),
-            name=f"{PROJECTS[int(rng.integers(len(PROJECTS)))]}-{kind}-{i}",
-            user=user, team=TEAMS[team_i], queue=s["queue"], submit_s=float(submit), kind=kind,
-            cluster=s["cluster"], n_nodes=s["n_nodes"], duration_s=s["duration_s"],
-            util=int(rng.integers(93, 100)) if kind == "multi" else int(rng.integers(35, 99)),
-            fb_pct=int(rng.integers(50, 96)),
-            n_steps=s.get("n_steps", 0), base_s=s.get("base_s", 0.0), save_every=s.get("save_every", 0),
-            save_s=s.get("save_s", 0.0), outcome=outcome, outcome_frac=frac,
-        ))
+        jobs.append(
+            Job(
+                index=i,
+                job_id=str(700000 + i),
+                name=f"{PROJECTS[int(rng.integers(len(PROJECTS)))]}-{kind}-{i}",
+                user=user,
+                team=TEAMS[team_i],
+                queue=s["queue"],
+                submit_s=float(submit),
+                kind=kind,
+                cluster=s["cluster"],
+                n_nodes=s["n_nodes"],
+                duration_s=s["duration_s"],
+                util=int(rng.integers(93, 100)) if kind == "multi" else int(rng.integers(35, 99)),
+                fb_pct=int(rng.integers(50, 96)),
+                n_steps=s.get("n_steps", 0),
+                base_s=s.get("base_s", 0.0),
+                save_every=s.get("save_every", 0),
+                save_s=s.get("save_s", 0.0),
+                outcome=outcome,
+                outcome_frac=frac,
+            )
+        )
     return jobs
 
 
@@ -224,19 +273,37 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
 class Effects:
     """What the fault plan (and planned maintenance) does to the fleet, in simulator seconds."""
 
-    kills: list[tuple[float, int, int | None, str]] = field(default_factory=list)  # t, node, gpu|None, fault kind
-    blocks: list[tuple[int, float, float, bool]] = field(default_factory=list)  # node, b0, b1, planned
-    reboots: list[tuple[int, float, float]] = field(default_factory=list)  # node, r0, r1 (counters reset at r1)
-    gpu_absent: list[tuple[int, int | None, float, float]] = field(default_factory=list)  # node, gpu|None, a0, a1
-    throttles: list[tuple[int, int, float, float]] = field(default_factory=list)  # node, gpu, t0, t1
-    nic_down: list[tuple[int, float, float, int]] = field(default_factory=list)  # node, t0, t1, links down
+    kills: list[tuple[float, int, int | None, str]] = field(
+        default_factory=list
+    )  # t, node, gpu|None, fault kind
+    blocks: list[tuple[int, float, float, bool]] = field(
+        default_factory=list
+    )  # node, b0, b1, planned
+    reboots: list[tuple[int, float, float]] = field(
+        default_factory=list
+    )  # node, r0, r1 (counters reset at r1)
+    gpu_absent: list[tuple[int, int | None, float, float]] = field(
+        default_factory=list
+    )  # node, gpu|None, a0, a1
+    throttles: list[tuple[int, int, float, float]] = field(
+        default_factory=list
+    )  # node, gpu, t0, t1
+    nic_down: list[tuple[int, float, float, int]] = field(
+        default_factory=list
+    )  # node, t0, t1, links down
     flaps: list[tuple[int, float, float]] = field(default_factory=list)  # node, t0, t1
-    ahr_bad: list[tuple[int, float, float, int, int]] = field(default_factory=list)  # node, t0, t1, xid, gpu
-    cordons: list[tuple[int, float, float, str]] = field(default_factory=list)  # node, t0, t1, message
+    ahr_bad: list[tuple[int, float, float, int, int]] = field(
+        default_factory=list
+    )  # node, t0, t1, xid, gpu
+    cordons: list[tuple[int, float, float, str]] = field(
+        default_factory=list
+    )  # node, t0, t1, message
     xids: list[tuple[float, int, int, int]] = field(default_factory=list)  # t, node, gpu, code
     sbe_rise: list[tuple[int, int, float, float]] = field(default_factory=list)  # node, gpu, t0, t1
     dbe: list[tuple[int, int, float]] = field(default_factory=list)  # node, gpu, t
-    maintenance: list[tuple[int, float, float, str]] = field(default_factory=list)  # node, start, end, reason
+    maintenance: list[tuple[int, float, float, str]] = field(
+        default_factory=list
+    )  # node, start, end, reason
 
 
 @dataclass
@@ -259,7 +326,9 @@ class Fault:
 class FaultContext:
     """What an injector may use: the fleet, the jobs, a shared RNG and a picker of untouched nodes."""
 
-    def __init__(self, cfg: SimulationConfig, fleet: Fleet, jobs: list[Job], effects: Effects) -> None:
+    def __init__(
+        self, cfg: SimulationConfig, fleet: Fleet, jobs: list[Job], effects: Effects
+    ) -> None:
         self.cfg, self.fleet, self.jobs, self.effects = cfg, fleet, jobs, effects
         self.rng = rng_for(cfg, 3)
         self.horizon = float(cfg.horizon_s)
@@ -270,7 +339,9 @@ class FaultContext:
 
     def node(self, train: bool = True) -> int:
         """A node no other fault has touched (training partition first when `train`), reusing when exhausted."""
-        pools = (self._train_free, self._other_free) if train else (self._other_free, self._train_free)
+        pools = (
+            (self._train_free, self._other_free) if train else (self._other_free, self._train_free)
+        )
         for pool in pools:
             if pool:
                 return pool.pop(0)
@@ -282,8 +353,14 @@ class FaultContext:
         return float(np.floor(t / SCRAPE_S) * SCRAPE_S)
 
     def job(self, kinds: tuple[str, ...], max_nodes: int = 8) -> Job | None:
-        cands = [j for j in self.jobs if j.kind in kinds and j.n_nodes <= max_nodes
-                 and j.index not in self._used_jobs and 0.05 * self.horizon < j.submit_s < 0.6 * self.horizon]
+        cands = [
+            j
+            for j in self.jobs
+            if j.kind in kinds
+            and j.n_nodes <= max_nodes
+            and j.index not in self._used_jobs
+            and 0.05 * self.horizon < j.submit_s < 0.6 * self.horizon
+        ]
         if not cands:
             return None
         chosen = cands[int(self.rng.integers(len(cands)))]
@@ -291,7 +368,9 @@ class FaultContext:
         return chosen
 
 
-def _repair(ctx: FaultContext, node: int, t: float, repair_s: float, xid: int, gpu: int, msg: str) -> float:
+def _repair(
+    ctx: FaultContext, node: int, t: float, repair_s: float, xid: int, gpu: int, msg: str
+) -> float:
     """Cordon the node at `t`, hold it out until a reboot finishes at `t + repair_s`; returns that end."""
     end = min(t + repair_s, ctx.horizon + 86400)
     e = ctx.effects
@@ -299,21 +378,39 @@ def _repair(ctx: FaultContext, node: int, t: float, repair_s: float, xid: int, g
     e.cordons.append((node, t + 2 * SCRAPE_S, end, msg))
     e.ahr_bad.append((node, t, end, xid, gpu))
     e.reboots.append((node, end - 10 * 60, end))
+    # Whatever still runs on the node when it reboots is drained with it.
+    e.kills.append((end - 10 * 60, node, None, "drain"))
     return end
 
 
 def inject_xid79(ctx: FaultContext, fid: str) -> Fault:
     node, gpu = ctx.node(), int(ctx.rng.integers(GPUS_PER_NODE))
     t = ctx.at(0.1, 0.8)
-    end = _repair(ctx, node, t, float(ctx.rng.uniform(4, 12)) * 3600, 79, gpu,
-                  "cordoned by remediation: XID 79 (GPU fell off the bus), awaiting reboot")
+    end = _repair(
+        ctx,
+        node,
+        t,
+        float(ctx.rng.uniform(4, 12)) * 3600,
+        79,
+        gpu,
+        "cordoned by remediation: XID 79 (GPU fell off the bus), awaiting reboot",
+    )
     ctx.effects.kills.append((t, node, None, "xid79_fell_off_bus"))
     ctx.effects.xids.append((t, node, gpu, 79))
     # The GPU is gone from the bus: no DCGM samples after the one that carried the XID.
     ctx.effects.gpu_absent.append((node, gpu, t + SCRAPE_S, end))
-    return Fault(fid, "xid79_fell_off_bus", "hardware", "gpu", node, gpu, t, end,
-                 "XID 79 event and DCGM_FI_DEV_XID_ERRORS=79, then no samples from the GPU until the node "
-                 "reboots; jobs on the node end node_fail; AcceleratedHardwareReady False; node cordoned")
+    return Fault(
+        fid,
+        "xid79_fell_off_bus",
+        "hardware",
+        "gpu",
+        node,
+        gpu,
+        t,
+        end,
+        "XID 79 event and DCGM_FI_DEV_XID_ERRORS=79, then no samples from the GPU until the node "
+        "reboots; jobs on the node end node_fail; AcceleratedHardwareReady False; node cordoned",
+    )
 
 
 def inject_ecc_dbe(ctx: FaultContext, fid: str) -> Fault:
@@ -324,10 +421,27 @@ def inject_ecc_dbe(ctx: FaultContext, fid: str) -> Fault:
     ctx.effects.dbe.append((node, gpu, t))
     ctx.effects.xids.append((t, node, gpu, 48))
     ctx.effects.kills.append((t, node, gpu, "ecc_dbe"))
-    _repair(ctx, node, t, 2 * 3600, 48, gpu, "cordoned by remediation: XID 48 (double-bit ECC error), GPU reset")
-    return Fault(fid, "ecc_dbe", "hardware", "gpu", node, gpu, rise, t,
-                 "ECC single-bit error rate rising for hours, then DCGM_FI_DEV_ECC_DBE_VOL_TOTAL steps up with "
-                 "XID 48; the job on the GPU fails; node cordoned for a GPU reset")
+    _repair(
+        ctx,
+        node,
+        t,
+        2 * 3600,
+        48,
+        gpu,
+        "cordoned by remediation: XID 48 (double-bit ECC error), GPU reset",
+    )
+    return Fault(
+        fid,
+        "ecc_dbe",
+        "hardware",
+        "gpu",
+        node,
+        gpu,
+        rise,
+        t,
+        "ECC single-bit error rate rising for hours, then DCGM_FI_DEV_ECC_DBE_VOL_TOTAL steps up with "
+        "XID 48; the job on the GPU fails; node cordoned for a GPU reset",
+    )
 
 
 def inject_thermal_throttle(ctx: FaultContext, fid: str) -> Fault:
@@ -335,9 +449,18 @@ def inject_thermal_throttle(ctx: FaultContext, fid: str) -> Fault:
     t0 = ctx.at(0.05, 0.45)
     t1 = min(ctx.horizon, t0 + float(ctx.rng.uniform(24, 48)) * 3600)
     ctx.effects.throttles.append((node, gpu, t0, t1))
-    return Fault(fid, "thermal_throttle", "hardware", "gpu", node, gpu, t0, t1,
-                 "GPU temperature ~15 C above peers, SM clock and power ~15 % below peers under load; "
-                 "its rank in a multi-node job is a straggler (compute_s ~12 % higher)")
+    return Fault(
+        fid,
+        "thermal_throttle",
+        "hardware",
+        "gpu",
+        node,
+        gpu,
+        t0,
+        t1,
+        "GPU temperature ~15 C above peers, SM clock and power ~15 % below peers under load; "
+        "its rank in a multi-node job is a straggler (compute_s ~12 % higher)",
+    )
 
 
 def inject_nic_links_down(ctx: FaultContext, fid: str) -> Fault:
@@ -346,9 +469,18 @@ def inject_nic_links_down(ctx: FaultContext, fid: str) -> Fault:
     t1 = min(ctx.horizon, t0 + float(ctx.rng.uniform(8, 20)) * 3600)
     down = int(ctx.rng.integers(2, 5))
     ctx.effects.nic_down.append((node, t0, t1, down))
-    return Fault(fid, "nic_links_down", "hardware", "node", node, None, t0, t1,
-                 f"nic_links_up {down} below nodes.nic_expected, NIC error counter climbing; the node's ranks "
-                 "are slower (compute_s ~7 % higher, collectives slower)")
+    return Fault(
+        fid,
+        "nic_links_down",
+        "hardware",
+        "node",
+        node,
+        None,
+        t0,
+        t1,
+        f"nic_links_up {down} below nodes.nic_expected, NIC error counter climbing; the node's ranks "
+        "are slower (compute_s ~7 % higher, collectives slower)",
+    )
 
 
 def inject_telemetry_gap(ctx: FaultContext, fid: str) -> Fault:
@@ -360,8 +492,17 @@ def inject_telemetry_gap(ctx: FaultContext, fid: str) -> Fault:
     t1 = t0 + float(np.floor(ctx.rng.uniform(20, 90))) * 60
     ctx.effects.gpu_absent.append((node, gpu, t0, t1))
     what = "the node's dcgm-exporter (all 8 GPUs)" if gpu is None else "one GPU's DCGM series"
-    return Fault(fid, "telemetry_gap", "infrastructure", "node" if gpu is None else "gpu", node, gpu, t0, t1,
-                 f"hung health check: no samples from {what} while Ready stays True; the node's state is unknown")
+    return Fault(
+        fid,
+        "telemetry_gap",
+        "infrastructure",
+        "node" if gpu is None else "gpu",
+        node,
+        gpu,
+        t0,
+        t1,
+        f"hung health check: no samples from {what} while Ready stays True; the node's state is unknown",
+    )
 
 
 def inject_condition_flap(ctx: FaultContext, fid: str) -> Fault:
@@ -369,8 +510,17 @@ def inject_condition_flap(ctx: FaultContext, fid: str) -> Fault:
     t0 = ctx.at(0.1, 0.9)
     t1 = t0 + 3600
     ctx.effects.flaps.append((node, t0, t1))
-    return Fault(fid, "condition_flap", "infrastructure", "node", node, None, t0, t1,
-                 "NetworkingReady alternates True/False every few minutes for an hour")
+    return Fault(
+        fid,
+        "condition_flap",
+        "infrastructure",
+        "node",
+        node,
+        None,
+        t0,
+        t1,
+        "NetworkingReady alternates True/False every few minutes for an hour",
+    )
 
 
 def inject_crash_loop(ctx: FaultContext, fid: str) -> Fault | None:
@@ -378,9 +528,19 @@ def inject_crash_loop(ctx: FaultContext, fid: str) -> Fault | None:
     if job is None:
         return None
     job.crash_loop = True
-    return Fault(fid, "crash_loop", "software", "job", None, None, job.submit_s, job.submit_s,
-                 f"{MAX_RESTARTS + 1} attempts each fail minutes after start with exit code 1 and no hardware "
-                 "signal: a bug, retrying will not help", job_id=job.job_id)
+    return Fault(
+        fid,
+        "crash_loop",
+        "software",
+        "job",
+        None,
+        None,
+        job.submit_s,
+        job.submit_s,
+        f"{MAX_RESTARTS + 1} attempts each fail minutes after start with exit code 1 and no hardware "
+        "signal: a bug, retrying will not help",
+        job_id=job.job_id,
+    )
 
 
 def inject_preemption(ctx: FaultContext, fid: str) -> Fault | None:
@@ -388,9 +548,18 @@ def inject_preemption(ctx: FaultContext, fid: str) -> Fault | None:
     if job is None:
         return None
     job.preempt_fracs = {0: float(ctx.rng.uniform(0.3, 0.6))}
-    return Fault(fid, "preemption", "infrastructure", "job", None, None, job.submit_s, job.submit_s,
-                 "attempt 0 ends preempted, the job resumes from its last checkpoint in attempt 1",
-                 job_id=job.job_id)
+    return Fault(
+        fid,
+        "preemption",
+        "infrastructure",
+        "job",
+        None,
+        None,
+        job.submit_s,
+        job.submit_s,
+        "attempt 0 ends preempted, the job resumes from its last checkpoint in attempt 1",
+        job_id=job.job_id,
+    )
 
 
 @dataclass(frozen=True)
@@ -415,7 +584,9 @@ DEFAULT_FAULT_PLAN: tuple[FaultSpec, ...] = (
 )
 
 
-def plan_faults(cfg: SimulationConfig, fleet: Fleet, jobs: list[Job]) -> tuple[Effects, list[Fault]]:
+def plan_faults(
+    cfg: SimulationConfig, fleet: Fleet, jobs: list[Job]
+) -> tuple[Effects, list[Fault]]:
     """Planned maintenance plus the fault plan's effects and its ground-truth rows."""
     effects = Effects()
     ctx = FaultContext(cfg, fleet, jobs, effects)

@@ -16,41 +16,141 @@ import pyarrow.parquet as pq
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.simulator.model import (
-    CLUSTERS, GPUS_PER_NODE, Effects, Fault, Fleet, SimulationConfig, build_fleet, build_jobs, plan_faults,
+    CLUSTERS,
+    GPUS_PER_NODE,
+    Effects,
+    Fault,
+    Fleet,
+    SimulationConfig,
+    build_fleet,
+    build_jobs,
+    plan_faults,
 )
 from pipelines.simulator.schedule import Attempt, Scheduler, step_timeline
 from pipelines.simulator.telemetry import (
-    State, build_state, condition_chunks, gpu_sample_chunks, node_sample_chunks,
+    State,
+    build_state,
+    condition_chunks,
+    gpu_sample_chunks,
+    node_sample_chunks,
 )
 
 TS = pa.timestamp("us", tz="UTC")
 STR = pa.string()
 SCHEMAS: dict[str, pa.Schema] = {
-    "nodes": pa.schema([("node", STR), ("cluster", STR), ("instance_type", STR), ("gpu_model", STR),
-                        ("gpu_count", pa.int32()), ("nic_expected", pa.int32())]),
-    "node_conditions": pa.schema([("ts", TS), ("node", STR), ("condition", STR), ("status", STR),
-                                  ("reason", STR), ("message", STR)]),
-    "gpu_samples": pa.schema([("ts", TS), ("node", STR), ("gpu", pa.int16()), ("uuid", STR),
-                              ("metric", STR), ("value", pa.float64())]),
-    "node_samples": pa.schema([("ts", TS), ("node", STR), ("metric", STR), ("value", pa.float64())]),
-    "gpu_events": pa.schema([("ts", TS), ("node", STR), ("gpu", pa.int16()), ("uuid", STR), ("kind", STR),
-                             ("code", pa.int32()), ("message", STR), ("source", STR)]),
-    "jobs": pa.schema([("job_id", STR), ("name", STR), ("user", STR), ("team", STR), ("queue", STR),
-                       ("submit_ts", TS), ("start_ts", TS), ("end_ts", TS), ("num_gpus", pa.int32()),
-                       ("state", STR), ("exit_code", pa.int32()), ("reason", STR)]),
-    "job_attempts": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("start_ts", TS), ("end_ts", TS),
-                               ("state", STR), ("exit_code", pa.int32()), ("reason", STR),
-                               ("nodes", pa.list_(STR))]),
-    "rank_steps": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("step", pa.int32()),
-                             ("rank", pa.int32()), ("node", STR), ("gpu", pa.int16()), ("end_ts", TS),
-                             ("step_s", pa.float64()), ("compute_s", pa.float64())]),
-    "checkpoints": pa.schema([("job_id", STR), ("attempt", pa.int32()), ("step", pa.int32()), ("kind", STR),
-                              ("start_ts", TS), ("duration_s", pa.float64())]),
+    "nodes": pa.schema(
+        [
+            ("node", STR),
+            ("cluster", STR),
+            ("instance_type", STR),
+            ("gpu_model", STR),
+            ("gpu_count", pa.int32()),
+            ("nic_expected", pa.int32()),
+        ]
+    ),
+    "node_conditions": pa.schema(
+        [
+            ("ts", TS),
+            ("node", STR),
+            ("condition", STR),
+            ("status", STR),
+            ("reason", STR),
+            ("message", STR),
+        ]
+    ),
+    "gpu_samples": pa.schema(
+        [
+            ("ts", TS),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("uuid", STR),
+            ("metric", STR),
+            ("value", pa.float64()),
+        ]
+    ),
+    "node_samples": pa.schema(
+        [("ts", TS), ("node", STR), ("metric", STR), ("value", pa.float64())]
+    ),
+    "gpu_events": pa.schema(
+        [
+            ("ts", TS),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("uuid", STR),
+            ("kind", STR),
+            ("code", pa.int32()),
+            ("message", STR),
+            ("source", STR),
+        ]
+    ),
+    "jobs": pa.schema(
+        [
+            ("job_id", STR),
+            ("name", STR),
+            ("user", STR),
+            ("team", STR),
+            ("queue", STR),
+            ("submit_ts", TS),
+            ("start_ts", TS),
+            ("end_ts", TS),
+            ("num_gpus", pa.int32()),
+            ("state", STR),
+            ("exit_code", pa.int32()),
+            ("reason", STR),
+        ]
+    ),
+    "job_attempts": pa.schema(
+        [
+            ("job_id", STR),
+            ("attempt", pa.int32()),
+            ("start_ts", TS),
+            ("end_ts", TS),
+            ("state", STR),
+            ("exit_code", pa.int32()),
+            ("reason", STR),
+            ("nodes", pa.list_(STR)),
+        ]
+    ),
+    "rank_steps": pa.schema(
+        [
+            ("job_id", STR),
+            ("attempt", pa.int32()),
+            ("step", pa.int32()),
+            ("rank", pa.int32()),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("end_ts", TS),
+            ("step_s", pa.float64()),
+            ("compute_s", pa.float64()),
+        ]
+    ),
+    "checkpoints": pa.schema(
+        [
+            ("job_id", STR),
+            ("attempt", pa.int32()),
+            ("step", pa.int32()),
+            ("kind", STR),
+            ("start_ts", TS),
+            ("duration_s", pa.float64()),
+        ]
+    ),
     "maintenance": pa.schema([("node", STR), ("start_ts", TS), ("end_ts", TS), ("reason", STR)]),
-    "ground_truth": pa.schema([("fault_id", STR), ("kind", STR), ("class", STR), ("entity_type", STR),
-                               ("node", STR), ("gpu", pa.int16()), ("uuid", STR), ("job_id", STR),
-                               ("rank", pa.int32()), ("start_ts", TS), ("end_ts", TS),
-                               ("expected_effect", STR)]),
+    "ground_truth": pa.schema(
+        [
+            ("fault_id", STR),
+            ("kind", STR),
+            ("class", STR),
+            ("entity_type", STR),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("uuid", STR),
+            ("job_id", STR),
+            ("rank", pa.int32()),
+            ("start_ts", TS),
+            ("end_ts", TS),
+            ("expected_effect", STR),
+        ]
+    ),
 }
 OUTPUT_TABLES: tuple[str, ...] = (*LANDING_TABLES, "ground_truth")
 
@@ -72,10 +172,14 @@ def run(cfg: SimulationConfig) -> Simulation:
     effects, faults = plan_faults(cfg, fleet, jobs)
     attempts = Scheduler(cfg, fleet, jobs, effects).run()
     _attribute_faults(cfg, faults, attempts, effects)
-    return Simulation(cfg, fleet, effects, faults, attempts, build_state(cfg, fleet, attempts, effects))
+    return Simulation(
+        cfg, fleet, effects, faults, attempts, build_state(cfg, fleet, attempts, effects)
+    )
 
 
-def _attribute_faults(cfg: SimulationConfig, faults: list[Fault], attempts: list[Attempt], effects: Effects) -> None:
+def _attribute_faults(
+    cfg: SimulationConfig, faults: list[Fault], attempts: list[Attempt], effects: Effects
+) -> None:
     """Name the job (and rank) a node/GPU fault hit, when one ran there; job faults span the job's attempts."""
     for f in faults:
         if f.entity_type == "job":
@@ -86,19 +190,35 @@ def _attribute_faults(cfg: SimulationConfig, faults: list[Fault], attempts: list
             continue
         if f.node is None or f.job_id is not None:
             continue
+        best: tuple[tuple[float, ...], Attempt] | None = None
         for a in attempts:
+            if f.node not in a.nodes:
+                continue
             if a.job.kind != "multi" and f.kind in ("thermal_throttle", "nic_links_down"):
                 continue
             end = cfg.horizon_s if a.end_s is None else a.end_s
-            at = f.end_s if f.kind == "ecc_dbe" else f.start_s
-            overlap = (a.start_s <= at <= end) if f.kind in ("xid79_fell_off_bus", "ecc_dbe") else (
-                a.start_s < f.end_s and end > f.start_s)
-            gpu_ok = f.gpu is None or f.kind == "xid79_fell_off_bus" or f.node * GPUS_PER_NODE + f.gpu in a.gpus
-            if overlap and f.node in a.nodes and gpu_ok:
-                f.job_id = a.job.job_id
-                if a.job.kind == "multi" and f.gpu is not None:
-                    f.rank = a.nodes.index(f.node) * GPUS_PER_NODE + f.gpu
-                break
+            on_gpu = f.gpu is not None and f.node * GPUS_PER_NODE + f.gpu in a.gpus
+            if f.kind in ("xid79_fell_off_bus", "ecc_dbe"):
+                # The attempt the fault ended, preferring the one on the faulty GPU.
+                strike = f.end_s if f.kind == "ecc_dbe" else f.start_s
+                if a.end_s != strike or (f.kind == "ecc_dbe" and not on_gpu):
+                    continue
+                score: tuple[float, ...] = (float(on_gpu), float(a.job.num_gpus))
+            else:
+                # The attempt that overlapped the fault the longest.
+                if f.gpu is not None and not on_gpu:
+                    continue
+                overlap = min(end, f.end_s) - max(a.start_s, f.start_s)
+                if overlap <= 0:
+                    continue
+                score = (overlap,)
+            if best is None or score > best[0]:
+                best = (score, a)
+        if best is not None:
+            a = best[1]
+            f.job_id = a.job.job_id
+            if a.job.kind == "multi" and f.gpu is not None:
+                f.rank = a.nodes.index(f.node) * GPUS_PER_NODE + f.gpu
 
 
 def _us(cfg: SimulationConfig, seconds) -> np.ndarray:
@@ -116,78 +236,103 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     """The tables that are records, not scrapes: nodes, events, jobs, attempts, maintenance, ground truth."""
     cfg, fleet, eff = sim.cfg, sim.fleet, sim.effects
     out: dict[str, pa.Table] = {}
-    out["nodes"] = pa.table({
-        "node": fleet.names,
-        "cluster": [CLUSTERS[c][0] for c in fleet.cluster],
-        "instance_type": [CLUSTERS[c][1] for c in fleet.cluster],
-        "gpu_model": [CLUSTERS[c][2] for c in fleet.cluster],
-        "gpu_count": pa.array([GPUS_PER_NODE] * fleet.n, pa.int32()),
-        "nic_expected": pa.array([CLUSTERS[c][3] for c in fleet.cluster], pa.int32()),
-    }, schema=SCHEMAS["nodes"])
+    out["nodes"] = pa.table(
+        {
+            "node": fleet.names,
+            "cluster": [CLUSTERS[c][0] for c in fleet.cluster],
+            "instance_type": [CLUSTERS[c][1] for c in fleet.cluster],
+            "gpu_model": [CLUSTERS[c][2] for c in fleet.cluster],
+            "gpu_count": pa.array([GPUS_PER_NODE] * fleet.n, pa.int32()),
+            "nic_expected": pa.array([CLUSTERS[c][3] for c in fleet.cluster], pa.int32()),
+        },
+        schema=SCHEMAS["nodes"],
+    )
     xids = sorted((t, n, g, c) for t, n, g, c in eff.xids if t < cfg.horizon_s)
-    text = {79: "GPU has fallen off the bus.", 48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 1."}
-    out["gpu_events"] = pa.table({
-        "ts": _ts_list(cfg, [t for t, *_ in xids]),
-        "node": [fleet.names[n] for _, n, _, _ in xids],
-        "gpu": pa.array([g for _, _, g, _ in xids], pa.int16()),
-        "uuid": [fleet.uuids[n * GPUS_PER_NODE + g] for _, n, g, _ in xids],
-        "kind": ["xid"] * len(xids),
-        "code": pa.array([c for *_, c in xids], pa.int32()),
-        "message": [f"NVRM: Xid (PCI:0000:{0x18 + 0x11 * g:02x}:00): {c}, pid=''<unknown>'', name=<unknown>, {text[c]}"
-                    for _, _, g, c in xids],
-        "source": ["dcgm"] * len(xids),
-    }, schema=SCHEMAS["gpu_events"])
+    text = {
+        79: "GPU has fallen off the bus.",
+        48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 1.",
+    }
+    out["gpu_events"] = pa.table(
+        {
+            "ts": _ts_list(cfg, [t for t, *_ in xids]),
+            "node": [fleet.names[n] for _, n, _, _ in xids],
+            "gpu": pa.array([g for _, _, g, _ in xids], pa.int16()),
+            "uuid": [fleet.uuids[n * GPUS_PER_NODE + g] for _, n, g, _ in xids],
+            "kind": ["xid"] * len(xids),
+            "code": pa.array([c for *_, c in xids], pa.int32()),
+            "message": [
+                f"NVRM: Xid (PCI:0000:{0x18 + 0x11 * g:02x}:00): {c}, pid=''<unknown>'', name=<unknown>, {text[c]}"
+                for _, _, g, c in xids
+            ],
+            "source": ["dcgm"] * len(xids),
+        },
+        schema=SCHEMAS["gpu_events"],
+    )
     maint = sorted(eff.maintenance, key=lambda m: (m[1], m[0]))
-    out["maintenance"] = pa.table({
-        "node": [fleet.names[n] for n, *_ in maint],
-        "start_ts": _ts_list(cfg, [m[1] for m in maint]),
-        "end_ts": _ts_list(cfg, [m[2] for m in maint]),
-        "reason": [m[3] for m in maint],
-    }, schema=SCHEMAS["maintenance"])
+    out["maintenance"] = pa.table(
+        {
+            "node": [fleet.names[n] for n, *_ in maint],
+            "start_ts": _ts_list(cfg, [m[1] for m in maint]),
+            "end_ts": _ts_list(cfg, [m[2] for m in maint]),
+            "reason": [m[3] for m in maint],
+        },
+        schema=SCHEMAS["maintenance"],
+    )
     atts = sim.attempts
-    out["job_attempts"] = pa.table({
-        "job_id": [a.job.job_id for a in atts],
-        "attempt": pa.array([a.attempt for a in atts], pa.int32()),
-        "start_ts": _ts_list(cfg, [a.start_s for a in atts]),
-        "end_ts": _ts_list(cfg, [a.end_s for a in atts]),
-        "state": [a.state for a in atts],
-        "exit_code": pa.array([a.exit_code for a in atts], pa.int32()),
-        "reason": [a.reason for a in atts],
-        "nodes": [[fleet.names[n] for n in a.nodes] for a in atts],
-    }, schema=SCHEMAS["job_attempts"])
+    out["job_attempts"] = pa.table(
+        {
+            "job_id": [a.job.job_id for a in atts],
+            "attempt": pa.array([a.attempt for a in atts], pa.int32()),
+            "start_ts": _ts_list(cfg, [a.start_s for a in atts]),
+            "end_ts": _ts_list(cfg, [a.end_s for a in atts]),
+            "state": [a.state for a in atts],
+            "exit_code": pa.array([a.exit_code for a in atts], pa.int32()),
+            "reason": [a.reason for a in atts],
+            "nodes": [[fleet.names[n] for n in a.nodes] for a in atts],
+        },
+        schema=SCHEMAS["job_attempts"],
+    )
     by_job: dict[int, list[Attempt]] = {}
     for a in atts:
         by_job.setdefault(a.job.index, []).append(a)
     jobs = [(runs[0], runs[-1]) for _, runs in sorted(by_job.items())]
-    out["jobs"] = pa.table({
-        "job_id": [f.job.job_id for f, _ in jobs],
-        "name": [f.job.name for f, _ in jobs],
-        "user": [f.job.user for f, _ in jobs],
-        "team": [f.job.team for f, _ in jobs],
-        "queue": [f.job.queue for f, _ in jobs],
-        "submit_ts": _ts_list(cfg, [f.job.submit_s for f, _ in jobs]),
-        "start_ts": _ts_list(cfg, [f.start_s for f, _ in jobs]),
-        "end_ts": _ts_list(cfg, [last.end_s for _, last in jobs]),
-        "num_gpus": pa.array([f.job.num_gpus for f, _ in jobs], pa.int32()),
-        "state": [last.state for _, last in jobs],
-        "exit_code": pa.array([last.exit_code for _, last in jobs], pa.int32()),
-        "reason": [last.reason for _, last in jobs],
-    }, schema=SCHEMAS["jobs"])
+    out["jobs"] = pa.table(
+        {
+            "job_id": [f.job.job_id for f, _ in jobs],
+            "name": [f.job.name for f, _ in jobs],
+            "user": [f.job.user for f, _ in jobs],
+            "team": [f.job.team for f, _ in jobs],
+            "queue": [f.job.queue for f, _ in jobs],
+            "submit_ts": _ts_list(cfg, [f.job.submit_s for f, _ in jobs]),
+            "start_ts": _ts_list(cfg, [f.start_s for f, _ in jobs]),
+            "end_ts": _ts_list(cfg, [last.end_s for _, last in jobs]),
+            "num_gpus": pa.array([f.job.num_gpus for f, _ in jobs], pa.int32()),
+            "state": [last.state for _, last in jobs],
+            "exit_code": pa.array([last.exit_code for _, last in jobs], pa.int32()),
+            "reason": [last.reason for _, last in jobs],
+        },
+        schema=SCHEMAS["jobs"],
+    )
     gt = sim.faults
-    out["ground_truth"] = pa.table({
-        "fault_id": [f.fault_id for f in gt],
-        "kind": [f.kind for f in gt],
-        "class": [f.fault_class for f in gt],
-        "entity_type": [f.entity_type for f in gt],
-        "node": [None if f.node is None else fleet.names[f.node] for f in gt],
-        "gpu": pa.array([f.gpu for f in gt], pa.int16()),
-        "uuid": [None if f.gpu is None else fleet.uuids[f.node * GPUS_PER_NODE + f.gpu] for f in gt],
-        "job_id": [f.job_id for f in gt],
-        "rank": pa.array([f.rank for f in gt], pa.int32()),
-        "start_ts": _ts_list(cfg, [f.start_s for f in gt]),
-        "end_ts": _ts_list(cfg, [min(f.end_s, cfg.horizon_s) for f in gt]),
-        "expected_effect": [f.expected_effect for f in gt],
-    }, schema=SCHEMAS["ground_truth"])
+    out["ground_truth"] = pa.table(
+        {
+            "fault_id": [f.fault_id for f in gt],
+            "kind": [f.kind for f in gt],
+            "class": [f.fault_class for f in gt],
+            "entity_type": [f.entity_type for f in gt],
+            "node": [None if f.node is None else fleet.names[f.node] for f in gt],
+            "gpu": pa.array([f.gpu for f in gt], pa.int16()),
+            "uuid": [
+                None if f.gpu is None else fleet.uuids[f.node * GPUS_PER_NODE + f.gpu] for f in gt
+            ],
+            "job_id": [f.job_id for f in gt],
+            "rank": pa.array([f.rank for f in gt], pa.int32()),
+            "start_ts": _ts_list(cfg, [f.start_s for f in gt]),
+            "end_ts": _ts_list(cfg, [min(f.end_s, cfg.horizon_s) for f in gt]),
+            "expected_effect": [f.expected_effect for f in gt],
+        },
+        schema=SCHEMAS["ground_truth"],
+    )
     return out
 
 
@@ -197,8 +342,16 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
     for a in sim.attempts:
         if a.job.kind != "multi":
             continue
-        tl = step_timeline(cfg, sim.effects, a.job, a.attempt, a.start_s, a.resume_step, a.nodes,
-                           a.restored_step is not None)
+        tl = step_timeline(
+            cfg,
+            sim.effects,
+            a.job,
+            a.attempt,
+            a.start_s,
+            a.resume_step,
+            a.nodes,
+            a.restored_step is not None,
+        )
         cut = cfg.horizon_s if a.end_s is None else a.end_s
         keep = tl.end_s <= cut if a.end_s is not None else tl.end_s < cut
         k = int(keep.sum())
@@ -207,18 +360,22 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
         ranks = np.tile(np.arange(R), k)
         node_idx = np.array(a.nodes)[ranks // GPUS_PER_NODE]
         jitter = rng.uniform(0, 0.002, k * R)  # ranks leave the collective within ms of each other
-        steps = pa.table({
-            "job_id": pa.array([a.job.job_id] * (k * R), STR),
-            "attempt": pa.array(np.full(k * R, a.attempt, np.int32)),
-            "step": pa.array(np.repeat(tl.steps[:k], R).astype(np.int32)),
-            "rank": pa.array(ranks.astype(np.int32)),
-            "node": pa.DictionaryArray.from_arrays(
-                pa.array(node_idx.astype(np.int32)), pa.array(fleet.names)).cast(STR),
-            "gpu": pa.array((ranks % GPUS_PER_NODE).astype(np.int16)),
-            "end_ts": pa.array(_us(cfg, np.repeat(tl.end_s[:k], R)), TS),
-            "step_s": pa.array(np.round(np.repeat(tl.step_s[:k], R) + jitter, 4)),
-            "compute_s": pa.array(np.round(tl.compute_s[:k].reshape(-1), 4)),
-        }, schema=SCHEMAS["rank_steps"])
+        steps = pa.table(
+            {
+                "job_id": pa.array([a.job.job_id] * (k * R), STR),
+                "attempt": pa.array(np.full(k * R, a.attempt, np.int32)),
+                "step": pa.array(np.repeat(tl.steps[:k], R).astype(np.int32)),
+                "rank": pa.array(ranks.astype(np.int32)),
+                "node": pa.DictionaryArray.from_arrays(
+                    pa.array(node_idx.astype(np.int32)), pa.array(fleet.names)
+                ).cast(STR),
+                "gpu": pa.array((ranks % GPUS_PER_NODE).astype(np.int16)),
+                "end_ts": pa.array(_us(cfg, np.repeat(tl.end_s[:k], R)), TS),
+                "step_s": pa.array(np.round(np.repeat(tl.step_s[:k], R) + jitter, 4)),
+                "compute_s": pa.array(np.round(tl.compute_s[:k].reshape(-1), 4)),
+            },
+            schema=SCHEMAS["rank_steps"],
+        )
         saves = np.flatnonzero(tl.save_s[:k] > 0)
         rows_step = [int(tl.steps[i]) for i in saves]
         rows_kind = ["save"] * len(saves)
@@ -229,14 +386,17 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
             rows_kind.insert(0, "restore")
             rows_start.insert(0, tl.restore[0])
             rows_dur.insert(0, round(tl.restore[1], 6))
-        ckpt = pa.table({
-            "job_id": [a.job.job_id] * len(rows_step),
-            "attempt": pa.array([a.attempt] * len(rows_step), pa.int32()),
-            "step": pa.array(rows_step, pa.int32()),
-            "kind": rows_kind,
-            "start_ts": _ts_list(cfg, rows_start),
-            "duration_s": pa.array(rows_dur, pa.float64()),
-        }, schema=SCHEMAS["checkpoints"])
+        ckpt = pa.table(
+            {
+                "job_id": [a.job.job_id] * len(rows_step),
+                "attempt": pa.array([a.attempt] * len(rows_step), pa.int32()),
+                "step": pa.array(rows_step, pa.int32()),
+                "kind": rows_kind,
+                "start_ts": _ts_list(cfg, rows_start),
+                "duration_s": pa.array(rows_dur, pa.float64()),
+            },
+            schema=SCHEMAS["checkpoints"],
+        )
         yield steps, ckpt
 
 
@@ -278,6 +438,31 @@ def _writer(path: Path, table: str) -> pq.ParquetWriter:
     return pq.ParquetWriter(path, SCHEMAS[table], compression="zstd", compression_level=3)
 
 
+def _write_stream(path: Path, table: str, chunks: Iterator[pa.Table]) -> int:
+    """Write dictionary-encoded chunks as they come; returns the row count.
+
+    Without the Arrow schema in the file, readers see the string columns as plain
+    strings (VARCHAR), which is what the landing schema says; the dictionaries make
+    the write several times faster than materialising the strings first.
+    """
+    rows = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for chunk in chunks:
+            if writer is None:
+                writer = pq.ParquetWriter(
+                    path, chunk.schema, compression="zstd", compression_level=3, store_schema=False
+                )
+            writer.write_table(chunk, row_group_size=1_000_000)
+            rows += chunk.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pq.write_table(SCHEMAS[table].empty_table(), path, compression="zstd")
+    return rows
+
+
 def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int]:
     """Write `<table>.parquet` for every landing table plus `ground_truth.parquet`; returns row counts.
 
@@ -294,19 +479,28 @@ def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int
             pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
             counts[name] = t.num_rows
         for name in STREAMED:
-            with _writer(tmp / f"{name}.parquet", name) as w:
-                counts[name] = 0
-                for t in _stream(sim, name):
-                    w.write_table(t.cast(SCHEMAS[name]), row_group_size=1_000_000)
-                    counts[name] += t.num_rows
+            counts[name] = _write_stream(tmp / f"{name}.parquet", name, _stream(sim, name))
         counts["rank_steps"] = counts["checkpoints"] = 0
-        with _writer(tmp / "rank_steps.parquet", "rank_steps") as ws, \
-                _writer(tmp / "checkpoints.parquet", "checkpoints") as wc:
+        with (
+            _writer(tmp / "rank_steps.parquet", "rank_steps") as ws,
+            _writer(tmp / "checkpoints.parquet", "checkpoints") as wc,
+        ):
+            pending_steps: list[pa.Table] = []
+            pending_ckpts: list[pa.Table] = []
+            pending_rows = 0
             for s, c in _step_chunks(sim):
-                ws.write_table(s)
-                wc.write_table(c)
+                pending_steps.append(s)
+                pending_ckpts.append(c)
+                pending_rows += s.num_rows
                 counts["rank_steps"] += s.num_rows
                 counts["checkpoints"] += c.num_rows
+                if pending_rows >= 1_000_000:
+                    ws.write_table(pa.concat_tables(pending_steps), row_group_size=1_000_000)
+                    wc.write_table(pa.concat_tables(pending_ckpts))
+                    pending_steps, pending_ckpts, pending_rows = [], [], 0
+            if pending_steps:
+                ws.write_table(pa.concat_tables(pending_steps), row_group_size=1_000_000)
+                wc.write_table(pa.concat_tables(pending_ckpts))
         for name in OUTPUT_TABLES:
             os.replace(tmp / f"{name}.parquet", out_dir / f"{name}.parquet")
     finally:

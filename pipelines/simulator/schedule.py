@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.simulator.model import GPUS_PER_NODE, MAX_RESTARTS, Effects, Fleet, Job, SimulationConfig
+from pipelines.simulator.model import (
+    GPUS_PER_NODE,
+    MAX_RESTARTS,
+    Effects,
+    Fleet,
+    Job,
+    SimulationConfig,
+)
 
 CRASH_REASON = "Process exited with code 1: KeyError: 'input_ids' in data collator"
 REASONS = {
@@ -57,8 +64,16 @@ class Timeline:
     tail_s: float  # teardown after the last step of a finished run
 
 
-def step_timeline(cfg: SimulationConfig, effects: Effects, job: Job, attempt: int, start: float,
-                  resume: int, nodes: list[int], restored: bool) -> Timeline:
+def step_timeline(
+    cfg: SimulationConfig,
+    effects: Effects,
+    job: Job,
+    attempt: int,
+    start: float,
+    resume: int,
+    nodes: list[int],
+    restored: bool,
+) -> Timeline:
     """The steps an attempt would run from `resume` to the job's last step if nothing stopped it.
 
     Rank r runs on node nodes[r // 8], GPU r % 8. compute_s is a rank's busy time; step_s
@@ -93,7 +108,7 @@ def step_timeline(cfg: SimulationConfig, effects: Effects, job: Job, attempt: in
             if node in nodes:
                 i = nodes.index(node)
                 inside = (step_start >= t0) & (step_start < t1)
-                factor[inside, i * GPUS_PER_NODE:(i + 1) * GPUS_PER_NODE] *= 1.07
+                factor[inside, i * GPUS_PER_NODE : (i + 1) * GPUS_PER_NODE] *= 1.07
                 coll_factor[inside] *= 1.3
         compute = job.base_s * factor * noise
         if k:
@@ -105,32 +120,47 @@ def step_timeline(cfg: SimulationConfig, effects: Effects, job: Job, attempt: in
 
 
 class Scheduler:
-    def __init__(self, cfg: SimulationConfig, fleet: Fleet, jobs: list[Job], effects: Effects) -> None:
+    def __init__(
+        self, cfg: SimulationConfig, fleet: Fleet, jobs: list[Job], effects: Effects
+    ) -> None:
         self.cfg, self.fleet, self.jobs, self.effects = cfg, fleet, jobs, effects
         self.horizon = float(cfg.horizon_s)
         self.free_at = np.zeros((fleet.n, GPUS_PER_NODE))
         self.rng = np.random.default_rng([cfg.seed, int(cfg.start.timestamp()), 5])
-        self.blocks = sorted(effects.blocks, key=lambda b: b[1])
+        self.blocks_of: dict[int, list[tuple[float, float, bool]]] = {}
+        for node, b0, b1, planned in sorted(effects.blocks, key=lambda b: b[1]):
+            self.blocks_of.setdefault(node, []).append((b0, b1, planned))
+        self.has_block = np.zeros(fleet.n, dtype=bool)
+        self.has_block[list(self.blocks_of)] = True
+        self._gpu1_slots: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _unblock(self, nodes: np.ndarray, e: np.ndarray, d: float) -> np.ndarray:
         """Push each node's earliest start past maintenance it would overlap and repairs it would start in."""
-        for _ in range(3):
-            for node, b0, b1, planned in self.blocks:
-                m = nodes == node
-                if not m.any():
-                    continue
-                hit = (e < b1) & ((e + d > b0) if planned else (e >= b0)) & m
-                e = np.where(hit, b1, e)
+        hit_rows = np.flatnonzero(self.has_block[nodes])
+        if len(hit_rows) == 0:
+            return e
+        e = e.copy()
+        for i in hit_rows:
+            t = float(e[i])
+            for _ in range(3):
+                for b0, b1, planned in self.blocks_of[int(nodes[i])]:
+                    if t < b1 and ((t + d > b0) if planned else (t >= b0)):
+                        t = b1
+            e[i] = t
         return e
 
     def _place(self, job: Job, ready: float, d: float) -> tuple[float, list[int], list[int]]:
         fl = self.fleet
         if job.kind == "gpu1":
-            cand_nodes = np.flatnonzero(~fl.train & (fl.cluster == job.cluster))
-            if len(cand_nodes) == 0:
-                cand_nodes = np.flatnonzero(fl.cluster == job.cluster)
-            g_nodes = np.repeat(cand_nodes, GPUS_PER_NODE)
-            g_idx = np.tile(np.arange(GPUS_PER_NODE), len(cand_nodes))
+            if job.cluster not in self._gpu1_slots:
+                cand_nodes = np.flatnonzero(~fl.train & (fl.cluster == job.cluster))
+                if len(cand_nodes) == 0:
+                    cand_nodes = np.flatnonzero(fl.cluster == job.cluster)
+                self._gpu1_slots[job.cluster] = (
+                    np.repeat(cand_nodes, GPUS_PER_NODE),
+                    np.tile(np.arange(GPUS_PER_NODE), len(cand_nodes)),
+                )
+            g_nodes, g_idx = self._gpu1_slots[job.cluster]
             e = np.maximum(ready, self.free_at[g_nodes, g_idx])
             e = self._unblock(g_nodes, e, d)
             i = int(np.argmin(e))
@@ -156,16 +186,17 @@ class Scheduler:
     def _first_kill(self, start: float, end: float, nodes: list[int], gpus: list[int]):
         best = None
         for t, node, gpu, kind in self.effects.kills:
-            if start <= t < end and node in nodes and (gpu is None or node * GPUS_PER_NODE + gpu in gpus):
-                if best is None or t < best[0]:
-                    best = (t, node, gpu, kind)
+            on_it = node in nodes and (gpu is None or node * GPUS_PER_NODE + gpu in gpus)
+            if on_it and start <= t < end and (best is None or t < best[0]):
+                best = (t, node, gpu, kind)
         return best
 
     def run(self) -> list[Attempt]:
         attempts: list[Attempt] = []
         # Requests by priority (submit time, as a requeued job keeps its age), each not before its ready time.
         heap: list[tuple[float, int, int, int, int, float]] = [
-            (j.submit_s, j.index, j.index, 0, 0, j.submit_s) for j in self.jobs]
+            (j.submit_s, j.index, j.index, 0, 0, j.submit_s) for j in self.jobs
+        ]
         heapq.heapify(heap)
         seq = len(self.jobs)
         while heap:
@@ -174,7 +205,11 @@ class Scheduler:
             if ready >= self.horizon:
                 continue
             if job.kind == "multi":
-                d = 600 + (job.n_steps - resume) * job.base_s * 1.3 + job.save_s * (job.n_steps - resume) / job.save_every
+                d = (
+                    600
+                    + (job.n_steps - resume) * job.base_s * 1.3
+                    + job.save_s * (job.n_steps - resume) / job.save_every
+                )
             else:
                 d = job.duration_s
             start, nodes, gpus = self._place(job, ready, d)
@@ -183,19 +218,37 @@ class Scheduler:
             restored = resume > 0
             timeline = None
             if job.kind == "multi":
-                timeline = step_timeline(self.cfg, self.effects, job, a, start, resume, nodes, restored)
-                natural_end = float(timeline.end_s[-1]) + timeline.tail_s if len(timeline.end_s) else start + 300
+                timeline = step_timeline(
+                    self.cfg, self.effects, job, a, start, resume, nodes, restored
+                )
+                natural_end = (
+                    float(timeline.end_s[-1]) + timeline.tail_s
+                    if len(timeline.end_s)
+                    else start + 300
+                )
             else:
                 natural_end = start + d
             # Candidate endings, earliest wins.
             endings: list[tuple[float, str, int | None, str | None]] = []
             kill = self._first_kill(start, natural_end, nodes, gpus)
             if kill is not None:
-                t, node, gpu, kind = kill
+                t, node, _gpu, kind = kill
                 if kind == "xid79_fell_off_bus":
-                    endings.append((t, "node_fail", None, f"NODE_FAIL: {self.fleet.names[node]} lost GPU {self._xid_gpu(t, node)} (XID 79)"))
+                    endings.append(
+                        (
+                            t,
+                            "node_fail",
+                            None,
+                            f"NODE_FAIL: {self.fleet.names[node]} lost GPU {self._xid_gpu(t, node)} (XID 79)",
+                        )
+                    )
+                elif kind == "drain":
+                    reason = f"NODE_FAIL: {self.fleet.names[node]} drained for a reboot"
+                    endings.append((t, "node_fail", None, reason))
                 else:
-                    endings.append((t, "failed", 1, "CUDA error: uncorrectable ECC error encountered"))
+                    endings.append(
+                        (t, "failed", 1, "CUDA error: uncorrectable ECC error encountered")
+                    )
             if job.crash_loop:
                 if timeline is not None and len(timeline.end_s) > 5:
                     t_crash = float(timeline.end_s[4]) + 7.0
@@ -203,7 +256,13 @@ class Scheduler:
                     t_crash = start + min(d * 0.5, 420.0)
                 endings.append((t_crash, "failed", 1, CRASH_REASON))
             if a in job.preempt_fracs:
-                endings.append((start + job.preempt_fracs[a] * (natural_end - start), "preempted", *REASONS["preempted"]))
+                endings.append(
+                    (
+                        start + job.preempt_fracs[a] * (natural_end - start),
+                        "preempted",
+                        *REASONS["preempted"],
+                    )
+                )
             if job.kind != "multi" and job.outcome != "succeeded":
                 code, reason = REASONS[job.outcome]
                 endings.append((start + job.outcome_frac * d, job.outcome, code, reason))
@@ -211,11 +270,24 @@ class Scheduler:
             end, state, code, reason = min(endings, key=lambda x: x[0])
             if end >= self.horizon:
                 end, state, code, reason = None, "running", None, None
-            att = Attempt(job, a, start, end, state, code, reason, nodes, gpus, resume,
-                          (resume - 1) if restored else None)
+            att = Attempt(
+                job,
+                a,
+                start,
+                end,
+                state,
+                code,
+                reason,
+                nodes,
+                gpus,
+                resume,
+                (resume - 1) if restored else None,
+            )
             attempts.append(att)
             node_idx = np.array(gpus) // GPUS_PER_NODE
-            self.free_at[node_idx, np.array(gpus) % GPUS_PER_NODE] = self.horizon * 2 if end is None else end
+            self.free_at[node_idx, np.array(gpus) % GPUS_PER_NODE] = (
+                self.horizon * 2 if end is None else end
+            )
             retry = job.kind == "multi" or job.crash_loop
             if retry and state in ("node_fail", "failed", "preempted") and a < MAX_RESTARTS:
                 next_resume = resume
@@ -223,7 +295,9 @@ class Scheduler:
                     kept = (timeline.end_s <= end) & (timeline.save_s > 0)
                     if kept.any():
                         next_resume = int(timeline.steps[kept][-1]) + 1
-                gap = float(self.rng.uniform(120, 300) if job.crash_loop else self.rng.uniform(300, 1200))
+                gap = float(
+                    self.rng.uniform(120, 300) if job.crash_loop else self.rng.uniform(300, 1200)
+                )
                 heapq.heappush(heap, (job.submit_s, seq, ji, a + 1, next_resume, end + gap))
                 seq += 1
         attempts.sort(key=lambda x: (x.job.index, x.attempt))

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from pipelines.simulator.model import CLUSTERS, GPUS_PER_NODE, SCRAPE_S, Effects, Fleet, SimulationConfig
+from pipelines.simulator.model import (
+    CLUSTERS,
+    GPUS_PER_NODE,
+    SCRAPE_S,
+    Effects,
+    Fleet,
+    SimulationConfig,
+)
 from pipelines.simulator.schedule import Attempt
 
 GPU_METRICS: tuple[str, ...] = (
@@ -33,7 +40,13 @@ GPU_METRICS: tuple[str, ...] = (
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",  # ratio 0..1
 )
 NODE_METRICS: tuple[str, ...] = ("nic_links_up", "nic_link_errors_total")
-CONDITIONS: tuple[str, ...] = ("Ready", "MemoryPressure", "AcceleratedHardwareReady", "NetworkingReady", "Unschedulable")
+CONDITIONS: tuple[str, ...] = (
+    "Ready",
+    "MemoryPressure",
+    "AcceleratedHardwareReady",
+    "NetworkingReady",
+    "Unschedulable",
+)
 COUNTERS = (7, 8, 9, 10)  # indices of GPU_METRICS that only grow (reset on reboot)
 FB_TOTAL_MIB = 81559
 MEM_CLOCK_MHZ = (2619, 3201)  # per cluster (H100, H200)
@@ -43,12 +56,17 @@ UNKNOWN_REASON = ("NodeStatusUnknown", "Kubelet stopped posting node status.")
 
 def minute_range(t0: float, t1: float, minutes: int) -> slice:
     """Scrape minutes m with t0 <= m * 60 < t1."""
-    return slice(min(minutes, max(0, int(np.ceil(t0 / SCRAPE_S)))), min(minutes, max(0, int(np.ceil(t1 / SCRAPE_S)))))
+    return slice(
+        min(minutes, max(0, int(np.ceil(t0 / SCRAPE_S)))),
+        min(minutes, max(0, int(np.ceil(t1 / SCRAPE_S)))),
+    )
 
 
 def chunk_minutes(cfg: SimulationConfig) -> int:
     """Scrape minutes per output chunk: ~6 M GPU-sample rows."""
-    return int(max(1, min(cfg.minutes, 6_000_000 // (cfg.nodes * GPUS_PER_NODE * len(GPU_METRICS)))))
+    return int(
+        max(1, min(cfg.minutes, 6_000_000 // (cfg.nodes * GPUS_PER_NODE * len(GPU_METRICS))))
+    )
 
 
 @dataclass
@@ -61,7 +79,7 @@ class State:
     node_present: np.ndarray  # (T, N) bool: the node's NIC exporter has a sample
     xid: np.ndarray  # (T, G) int16: last XID
     throttled: np.ndarray  # (T, G) bool
-    sbe_rate: np.ndarray  # (T, G) float32 extra SBE errors per minute (sparse in practice)
+    sbe_rise: list[tuple[int, int, np.ndarray]]  # (gpu, first minute, extra SBE errors per minute)
     dbe: list[tuple[int, int]]  # (minute, gpu)
     resets: list[tuple[int, int]]  # (minute, node): counters restart from 0
     links: np.ndarray  # (T, N) int16
@@ -70,7 +88,9 @@ class State:
     states: list[tuple[str, str, str | None, str | None]]
 
 
-def build_state(cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], effects: Effects) -> State:
+def build_state(
+    cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], effects: Effects
+) -> State:
     T, N = cfg.minutes, fleet.n
     G = N * GPUS_PER_NODE
     util = np.zeros((T, G), dtype=np.uint8)
@@ -88,24 +108,31 @@ def build_state(cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], ef
     resets: list[tuple[int, int]] = []
     for node, r0, r1 in effects.reboots:
         sl = minute_range(r0, r1, T)
-        present[sl, node * GPUS_PER_NODE:(node + 1) * GPUS_PER_NODE] = False
+        present[sl, node * GPUS_PER_NODE : (node + 1) * GPUS_PER_NODE] = False
         node_present[sl, node] = False
         resets.append((sl.stop, node))
     resets.sort()
     xid = np.zeros((T, G), dtype=np.int16)
     for t, node, gpu, code in effects.xids:
-        until = min([r1 for n, _r0, r1 in effects.reboots if n == node and r1 > t], default=cfg.horizon_s)
+        until = min(
+            [r1 for n, _r0, r1 in effects.reboots if n == node and r1 > t], default=cfg.horizon_s
+        )
         xid[minute_range(t, until, T), node * GPUS_PER_NODE + gpu] = code
     throttled = np.zeros((T, G), dtype=bool)
     for node, gpu, t0, t1 in effects.throttles:
         throttled[minute_range(t0, t1, T), node * GPUS_PER_NODE + gpu] = True
-    sbe = np.zeros((T, G), dtype=np.float32)
+    sbe: list[tuple[int, int, np.ndarray]] = []
     for node, gpu, t0, t1 in effects.sbe_rise:
         sl = minute_range(t0, t1, T)
         n = sl.stop - sl.start
         # Rising from ~0.05 to ~15 errors a minute before the double-bit error.
-        sbe[sl, node * GPUS_PER_NODE + gpu] = 0.05 * np.exp(np.log(300) * np.arange(n) / max(1, n))
-    dbe = [(int(t // SCRAPE_S), node * GPUS_PER_NODE + gpu) for node, gpu, t in effects.dbe if t < cfg.horizon_s]
+        rate = 0.05 * np.exp(np.log(300) * np.arange(n) / max(1, n))
+        sbe.append((node * GPUS_PER_NODE + gpu, sl.start, rate))
+    dbe = [
+        (int(t // SCRAPE_S), node * GPUS_PER_NODE + gpu)
+        for node, gpu, t in effects.dbe
+        if t < cfg.horizon_s
+    ]
     nic_expected = np.array([CLUSTERS[c][3] for c in fleet.cluster], dtype=np.int16)
     links = np.broadcast_to(nic_expected, (T, N)).copy()
     err = np.full((T, N), 0.002, dtype=np.float32)
@@ -125,10 +152,24 @@ def build_state(cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], ef
 
     good = [
         ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-        ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        ("AcceleratedHardwareReady", "True", "AcceleratedHardwareIsReady",
-         "Monitoring for the AcceleratedHardware system is active"),
-        ("NetworkingReady", "True", "NetworkingIsReady", "Monitoring for the Networking system is active"),
+        (
+            "MemoryPressure",
+            "False",
+            "KubeletHasSufficientMemory",
+            "kubelet has sufficient memory available",
+        ),
+        (
+            "AcceleratedHardwareReady",
+            "True",
+            "AcceleratedHardwareIsReady",
+            "Monitoring for the AcceleratedHardware system is active",
+        ),
+        (
+            "NetworkingReady",
+            "True",
+            "NetworkingIsReady",
+            "Monitoring for the Networking system is active",
+        ),
         ("Unschedulable", "False", None, None),
     ]
     cond = np.empty((len(CONDITIONS), T, N), dtype=np.int16)
@@ -137,11 +178,18 @@ def build_state(cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], ef
     for node, t0, t1, xid_code, gpu in effects.ahr_bad:
         what = "GPU has fallen off the bus" if xid_code == 79 else "Double Bit ECC Error"
         cond[2, minute_range(t0, t1, T), node] = code(
-            ("AcceleratedHardwareReady", "False", f"NvidiaXID{xid_code}Error",
-             f"XID {xid_code} on GPU {gpu}: {what}"))
+            (
+                "AcceleratedHardwareReady",
+                "False",
+                f"NvidiaXID{xid_code}Error",
+                f"XID {xid_code} on GPU {gpu}: {what}",
+            )
+        )
     for node, t0, t1 in effects.flaps:
         sl = minute_range(t0, t1, T)
-        down = code(("NetworkingReady", "False", "InterfaceNotRunning", "Interface efa0 is not running"))
+        down = code(
+            ("NetworkingReady", "False", "InterfaceNotRunning", "Interface efa0 is not running")
+        )
         # Three minutes down, three up, for the flap's hour.
         minutes = np.arange(sl.start, sl.stop)
         cond[3, minutes[((minutes - sl.start) // 3) % 2 == 0], node] = down
@@ -151,19 +199,28 @@ def build_state(cfg: SimulationConfig, fleet: Fleet, attempts: list[Attempt], ef
         sl = minute_range(r0, r1, T)
         for c, name in enumerate(CONDITIONS[:4]):
             cond[c, sl, node] = code((name, "Unknown", *UNKNOWN_REASON))
-    return State(util, fb, present, node_present, xid, throttled, sbe, dbe, resets, links, err, cond, states)
+    return State(
+        util, fb, present, node_present, xid, throttled, sbe, dbe, resets, links, err, cond, states
+    )
 
 
 def _dict(indices: np.ndarray, dictionary: list[str] | tuple[str, ...]) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(indices.astype(np.int32, copy=False)), pa.array(list(dictionary)))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices.astype(np.int32, copy=False)), pa.array(list(dictionary))
+    )
 
 
 def _ts(cfg: SimulationConfig, minutes: np.ndarray) -> pa.Array:
     start_us = int(cfg.start.timestamp()) * 1_000_000
-    return pa.array(start_us + minutes.astype(np.int64) * SCRAPE_S * 1_000_000, type=pa.timestamp("us", tz="UTC"))
+    return pa.array(
+        start_us + minutes.astype(np.int64) * SCRAPE_S * 1_000_000,
+        type=pa.timestamp("us", tz="UTC"),
+    )
 
 
-def _apply_resets(values: np.ndarray, carry: np.ndarray, m0: int, resets: list[tuple[int, int]], cols_of) -> None:
+def _apply_resets(
+    values: np.ndarray, carry: np.ndarray, m0: int, resets: list[tuple[int, int]], cols_of
+) -> None:
     """values: (M, X) running totals; restart them from 0 at each reset minute inside the chunk."""
     for minute, node in resets:
         i = minute - m0
@@ -171,6 +228,11 @@ def _apply_resets(values: np.ndarray, carry: np.ndarray, m0: int, resets: list[t
             cols = cols_of(node)
             before = values[i - 1, cols] if i > 0 else carry[cols]
             values[i:, cols] -= before
+
+
+def _pick(values: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The rows a scrape saw: all of them, or those where `mask` holds."""
+    return values.reshape(-1) if mask is None else values[mask]
 
 
 def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterator[pa.Table]:
@@ -185,7 +247,7 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
     # Counters start at a plausible lifetime total, not 0.
     carry[0] = rng0 = np.random.default_rng([cfg.seed, 11]).integers(0, 40, G)
     carry[1] = rng0 * 1e7
-    gpu_cols = lambda node: slice(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)  # noqa: E731
+    gpu_cols = lambda node: slice(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)
     for ci, m0 in enumerate(range(0, T, step)):
         m1 = min(T, m0 + step)
         M = m1 - m0
@@ -202,13 +264,19 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
         temp = np.where(busy, 34.0 + 0.37 * u, 33.0) + 1.5 * n3 + 16.0 * thr
         vals[:, :, 3] = np.rint(temp)
         vals[:, :, 4] = np.rint(temp + 6.0 + 0.5 * n1)
-        power = np.where(busy, 72.0 + (peak - 72.0) * u / 100.0 * (1 - 0.16 * thr) + 12.0 * n2, 71.0 + 2.0 * n3)
+        power = np.where(
+            busy, 72.0 + (peak - 72.0) * u / 100.0 * (1 - 0.16 * thr) + 12.0 * n2, 71.0 + 2.0 * n3
+        )
         vals[:, :, 5] = np.round(power, 3)
         vals[:, :, 6] = np.where(busy, np.rint(st.fb_pct[m0:m1] / 100.0 * FB_TOTAL_MIB), 1.0)
         inc = np.empty((len(COUNTERS), M, G))
         inc[0] = rng.poisson(0.0005, (M, G))
         inc[1] = np.rint(busy * u / 100.0 * 60 * 150_000 * (1 + 0.05 * n3))
-        inc[2] = rng.poisson(0.00002 + st.sbe_rate[m0:m1])
+        inc[2] = rng.poisson(0.00002, (M, G))
+        for g, first, rate in st.sbe_rise:
+            lo, hi = max(m0, first), min(m1, first + len(rate))
+            if lo < hi:
+                inc[2, lo - m0 : hi - m0, g] += rng.poisson(rate[lo - first : hi - first])
         inc[3] = 0.0
         for minute, g in st.dbe:
             if m0 <= minute < m1:
@@ -220,25 +288,25 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
             carry[j] = total[-1]
         vals[:, :, 11] = 0.0
         vals[:, :, 12] = st.xid[m0:m1]
-        vals[:, :, 13] = np.where(busy, np.clip(np.round(u / 100.0 * 0.55 + 0.03 * n1, 3), 0, 1), 0.0)
+        vals[:, :, 13] = np.where(
+            busy, np.clip(np.round(u / 100.0 * 0.55 + 0.03 * n1, 3), 0, 1), 0.0
+        )
         present = st.present[m0:m1]
         minute_idx = np.broadcast_to(np.arange(m0, m1)[:, None, None], (M, G, K))
         gpu_idx = np.broadcast_to(np.arange(G)[None, :, None], (M, G, K))
         metric_idx = np.broadcast_to(np.arange(K)[None, None, :], (M, G, K))
-        if present.all():
-            pick = lambda a: a.reshape(-1)  # noqa: E731
-        else:
-            mask = np.broadcast_to(present[:, :, None], (M, G, K))
-            pick = lambda a: a[mask]  # noqa: E731
-        g = pick(gpu_idx)
-        yield pa.table({
-            "ts": _ts(cfg, pick(minute_idx)),
-            "node": _dict(g // GPUS_PER_NODE, fleet.names),
-            "gpu": pa.array((g % GPUS_PER_NODE).astype(np.int16)),
-            "uuid": _dict(g, fleet.uuids),
-            "metric": _dict(pick(metric_idx), GPU_METRICS),
-            "value": pa.array(pick(vals)),
-        })
+        mask = None if present.all() else np.broadcast_to(present[:, :, None], (M, G, K))
+        g = _pick(gpu_idx, mask)
+        yield pa.table(
+            {
+                "ts": _ts(cfg, _pick(minute_idx, mask)),
+                "node": _dict(g // GPUS_PER_NODE, fleet.names),
+                "gpu": pa.array((g % GPUS_PER_NODE).astype(np.int16)),
+                "uuid": _dict(g, fleet.uuids),
+                "metric": _dict(_pick(metric_idx, mask), GPU_METRICS),
+                "value": pa.array(_pick(vals, mask)),
+            }
+        )
 
 
 def node_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterator[pa.Table]:
@@ -258,12 +326,14 @@ def node_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterat
         minute_idx = np.broadcast_to(np.arange(m0, m1)[:, None, None], (M, N, 2))
         node_idx = np.broadcast_to(np.arange(N)[None, :, None], (M, N, 2))
         metric_idx = np.broadcast_to(np.arange(2)[None, None, :], (M, N, 2))
-        yield pa.table({
-            "ts": _ts(cfg, minute_idx[mask]),
-            "node": _dict(node_idx[mask], fleet.names),
-            "metric": _dict(metric_idx[mask], NODE_METRICS),
-            "value": pa.array(vals[mask]),
-        })
+        yield pa.table(
+            {
+                "ts": _ts(cfg, minute_idx[mask]),
+                "node": _dict(node_idx[mask], fleet.names),
+                "metric": _dict(metric_idx[mask], NODE_METRICS),
+                "value": pa.array(vals[mask]),
+            }
+        )
 
 
 def condition_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterator[pa.Table]:
@@ -286,13 +356,19 @@ def condition_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterator
         minutes = np.repeat(np.arange(m0, m1), N * C)
         nodes = np.tile(np.repeat(np.arange(N), C), M)
         r, msg = reason_idx[codes], message_idx[codes]
-        yield pa.table({
-            "ts": _ts(cfg, minutes),
-            "node": _dict(nodes, fleet.names),
-            "condition": _dict(cond_idx[codes], CONDITIONS),
-            "status": _dict(status_idx[codes], status_names),
-            "reason": pa.DictionaryArray.from_arrays(
-                pa.array(np.maximum(r, 0).astype(np.int32), mask=r < 0), pa.array(reasons, pa.string())),
-            "message": pa.DictionaryArray.from_arrays(
-                pa.array(np.maximum(msg, 0).astype(np.int32), mask=msg < 0), pa.array(messages, pa.string())),
-        })
+        yield pa.table(
+            {
+                "ts": _ts(cfg, minutes),
+                "node": _dict(nodes, fleet.names),
+                "condition": _dict(cond_idx[codes], CONDITIONS),
+                "status": _dict(status_idx[codes], status_names),
+                "reason": pa.DictionaryArray.from_arrays(
+                    pa.array(np.maximum(r, 0).astype(np.int32), mask=r < 0),
+                    pa.array(reasons, pa.string()),
+                ),
+                "message": pa.DictionaryArray.from_arrays(
+                    pa.array(np.maximum(msg, 0).astype(np.int32), mask=msg < 0),
+                    pa.array(messages, pa.string()),
+                ),
+            }
+        )

@@ -12,10 +12,10 @@
 --   software       failed with a non-zero exit code and no hardware signal
 --   unknown        anything else (e.g. failed without an exit code)
 -- NULL for succeeded and running attempts.
--- hardware_signal: the signals found, '; '-separated, in time order (also shown for attempts that
+-- hardware_signal: the signals found, '; '-separated and sorted (also shown for attempts that
 -- succeeded despite them); implicated_nodes: the nodes those signals came from.
 -- duration_s: attempt length in seconds (a running attempt counts up to the data horizon);
--- gpu_s = num_gpus x duration_s (GPU-seconds).
+-- allocated_gpu_s = num_gpus x duration_s (GPU-seconds).
 CREATE OR REPLACE TABLE attempt_outcomes AS
 WITH
 horizon AS (
@@ -93,6 +93,6 @@ SELECT job_id, attempt, start_ts, end_ts, state, exit_code, reason, nodes, failu
     CASE WHEN state = 'node_fail' THEN concat_ws('; ', 'node_fail reported by the scheduler', hardware_signal)
          ELSE hardware_signal END AS hardware_signal,
     coalesce(implicated_nodes, CAST([] AS VARCHAR[])) AS implicated_nodes,
-    num_gpus, duration_s, num_gpus * duration_s AS gpu_s
+    num_gpus, duration_s, num_gpus * duration_s AS allocated_gpu_s
 FROM classified
 ORDER BY job_id, attempt

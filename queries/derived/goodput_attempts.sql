@@ -2,9 +2,12 @@
 -- Times are integer microseconds since the epoch (`_us`) so that sums of durations are exact.
 --   start_us / end_us   the attempt's span [start, end). A missing end is the next attempt's start,
 --                       else the job's end, else the data horizon (the newest timestamp in the store).
+--                       Attempts never overlap: an attempt that would run past the next one's start
+--                       (bad data) ends there.
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
---                       running attempt of a running job (provisional, as a live goodput reading).
+--                       still open (no end_ts) last attempt of a running job (provisional, as a live
+--                       goodput reading). A running job whose last attempt ended waits for a requeue.
 --   last_saved_step     newest checkpoint save of this attempt that finished before it ended.
 --   last_save_end_us    when that save finished (the kept part of an attempt without step timings).
 --   job_first_start_us / job_end_us  the job's goodput wall: first attempt start .. job end
@@ -45,15 +48,21 @@ spans AS (
             j.end_ts
         )) AS given_end_us,
         r.attempt = max(r.attempt) OVER (PARTITION BY r.job_id) AS is_last,
+        r.end_ts IS NULL AS is_open,
         epoch_us(j.end_ts) AS job_given_end_us,
         epoch_us(coalesce(j.submit_ts, j.start_ts, r.start_ts)) AS submit_us
     FROM raw r
     JOIN jobs j USING (job_id)
 ),
 ended AS (
+    -- Attempts never overlap: where they would (bad data), the earlier one ends when the later starts.
     SELECT
         s.*,
-        greatest(s.start_us, coalesce(s.given_end_us, h.horizon_us)) AS end_us,
+        greatest(s.start_us, least(
+            coalesce(s.given_end_us, h.horizon_us),
+            coalesce(lead(s.start_us) OVER (PARTITION BY s.job_id ORDER BY s.start_us, s.attempt),
+                     coalesce(s.given_end_us, h.horizon_us))
+        )) AS end_us,
         h.horizon_us
     FROM spans s, horizon h
 ),
@@ -79,7 +88,7 @@ SELECT
     e.end_us,
     e.is_last,
     e.job_state = 'running' AS is_running,
-    e.is_last AND e.job_state IN ('succeeded', 'running') AS keeps_all,
+    e.is_last AND (e.job_state = 'succeeded' OR (e.job_state = 'running' AND e.is_open)) AS keeps_all,
     s.last_saved_step,
     s.last_save_end_us,
     EXISTS (SELECT 1 FROM rank_steps r WHERE r.job_id = e.job_id AND r.attempt = e.attempt) AS has_steps,

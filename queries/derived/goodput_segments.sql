@@ -4,22 +4,21 @@
 --   init        attempt start to its first step start, plus program startup of the first kept step
 --   checkpoint  blocking checkpoint save or restore, wherever it falls inside an attempt
 --   wasted      steps whose progress was lost (after the last checkpoint, or recomputed later)
---   recovery    from the end of an attempt to the start of the next (GPUs released: gpus = 0)
+--   recovery    from the end of an attempt to the start of the next, or to the data horizon for a
+--               running job waiting for a requeue (GPUs released: gpus = 0)
 --   other       the rest: stalls, the tail after the last step, the job's end after its last attempt
 -- Each instant takes the first matching label: checkpoint > program startup > step (kept: productive,
 -- lost: wasted) > before the first step (init) / kept part of an attempt without step timings
 -- (productive) > rest of the attempt (other; wasted for an attempt without step timings)
--- > recovery gap / tail after the last attempt. Where attempts overlap the later attempt wins.
+-- > recovery gap / tail after the last attempt. Attempts never overlap (see goodput_attempts).
 -- Columns: job_id, attempt, start_ts, end_ts, category, gpus (GPUs held during the segment),
 -- duration_s (DECIMAL seconds, exact to the microsecond), start_us / end_us (epoch microseconds).
 -- Everything that reports goodput aggregates this table, so categories sum to the wall exactly.
 CREATE OR REPLACE TABLE goodput_segments AS
 WITH labels AS (
-    -- 1. blocking checkpoints, clipped to their attempt
-    SELECT a.job_id, a.attempt, a.gpus, 1 AS priority, 'checkpoint' AS category,
-           greatest(a.start_us, epoch_us(c.start_ts)) AS start_us,
-           least(a.end_us, epoch_us(c.start_ts) + CAST(round(c.duration_s * 1e6) AS BIGINT)) AS end_us
-    FROM checkpoints c
+    -- 1. blocking checkpoints (clipped to their attempt, merged)
+    SELECT c.job_id, c.attempt, a.gpus, 1 AS priority, 'checkpoint' AS category, c.start_us, c.end_us
+    FROM goodput_checkpoints c
     JOIN goodput_attempts a USING (job_id, attempt)
     UNION ALL
     -- 2. program startup at the beginning of the first kept step
@@ -59,8 +58,10 @@ WITH labels AS (
     )
     WHERE next_start_us > end_us
     UNION ALL
-    -- 6b. the job's end after its last attempt ended (GPUs released)
-    SELECT job_id, arg_max(attempt, end_us), 0, 6, 'other', max(end_us), any_value(job_end_us)
+    -- 6b. the job's end after its last attempt ended (GPUs released); a running job is waiting
+    --     for its next attempt: recovery
+    SELECT job_id, arg_max(attempt, end_us), 0, 6,
+           CASE WHEN bool_or(is_running) THEN 'recovery' ELSE 'other' END, max(end_us), any_value(job_end_us)
     FROM goodput_attempts
     GROUP BY job_id
     HAVING any_value(job_end_us) > max(end_us)
@@ -83,14 +84,19 @@ elementary AS (
     SELECT job_id, us AS start_us, lead(us) OVER (PARTITION BY job_id ORDER BY us) AS end_us
     FROM points
 ),
+-- Within one priority labels never overlap (attempts, steps and merged checkpoints don't), so the
+-- label covering an elementary interval at that priority is the last one starting at or before it.
 labelled AS (
     SELECT e.job_id, e.start_us, e.end_us, l.attempt, l.gpus, l.category
-    FROM elementary e
-    JOIN labels l
-      ON l.job_id = e.job_id AND l.start_us <= e.start_us AND e.end_us <= l.end_us
-    WHERE e.end_us IS NOT NULL AND e.end_us > e.start_us
-    QUALIFY row_number() OVER (
-        PARTITION BY e.job_id, e.start_us ORDER BY l.priority, l.attempt DESC) = 1
+    FROM (
+        SELECT e.job_id, e.start_us, e.end_us, p.priority
+        FROM elementary e, range(1, 7) p(priority)
+        WHERE e.end_us IS NOT NULL AND e.end_us > e.start_us
+    ) e
+    ASOF JOIN (SELECT * FROM labels WHERE end_us > start_us) l
+        ON l.job_id = e.job_id AND l.priority = e.priority AND e.start_us >= l.start_us
+    WHERE e.end_us <= l.end_us
+    QUALIFY row_number() OVER (PARTITION BY e.job_id, e.start_us ORDER BY l.priority) = 1
 ),
 islands AS (
     SELECT *,

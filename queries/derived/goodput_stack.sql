@@ -10,7 +10,7 @@
 -- on it, 0), GPUs of an attempt split evenly over its nodes, split by node state from
 -- node_state_intervals: unavailable -> unavailable, unknown -> unknown, available or degraded ->
 -- idle, maintenance -> not in capacity. Time a node has no state interval for is outside its
--- fleet lifetime and not in capacity either.
+-- fleet lifetime and not in capacity either. node_state_intervals must not overlap per node.
 -- Windows are ISO weeks (Monday 00:00 UTC .. next Monday), `week` like 2026-W48.
 CREATE OR REPLACE TABLE goodput_stack AS
 WITH span AS (
@@ -49,40 +49,49 @@ node_allocations AS (
           FROM goodput_attempts WHERE len(nodes) > 0 AND end_us > start_us)
 ),
 node_states AS (
-    SELECT i.node, epoch_us(i.start_ts) AS start_us, epoch_us(i.end_ts) AS end_us, i.state
-    FROM node_state_intervals i
-    WHERE i.end_ts > i.start_ts
+    -- open intervals (no end yet) run to the newest time known
+    SELECT i.node, epoch_us(i.start_ts) AS start_us,
+           coalesce(epoch_us(i.end_ts), greatest(span.last_us, epoch_us(i.start_ts))) AS end_us, i.state
+    FROM node_state_intervals i, span
+),
+allocation_changes AS (
+    SELECT node, us, sum(delta) AS delta
+    FROM (SELECT node, start_us AS us, gpus AS delta FROM node_allocations
+          UNION ALL
+          SELECT node, end_us, -gpus FROM node_allocations)
+    GROUP BY node, us
 ),
 node_points AS (
-    SELECT node, start_us AS us FROM node_states
+    SELECT node, us FROM allocation_changes WHERE node IN (SELECT node FROM node_states)
+    UNION SELECT node, start_us FROM node_states
     UNION SELECT node, end_us FROM node_states
-    UNION SELECT node, start_us FROM node_allocations WHERE node IN (SELECT node FROM node_states)
-    UNION SELECT node, end_us FROM node_allocations WHERE node IN (SELECT node FROM node_states)
     UNION SELECT n.node, w.start_us FROM (SELECT DISTINCT node FROM node_states) n, weeks w
 ),
+-- Sweep each node's timeline once: GPUs allocated from each point to the next.
 node_elementary AS (
-    SELECT node, us AS start_us, lead(us) OVER (PARTITION BY node ORDER BY us) AS end_us
-    FROM node_points
+    SELECT
+        p.node,
+        p.us AS start_us,
+        lead(p.us) OVER (PARTITION BY p.node ORDER BY p.us) AS end_us,
+        round(sum(coalesce(c.delta, 0)) OVER (PARTITION BY p.node ORDER BY p.us), 9) AS allocated_gpus
+    FROM node_points p
+    LEFT JOIN allocation_changes c USING (node, us)
 ),
+-- node_state_intervals do not overlap per node, so the state at an instant is the last interval
+-- starting at or before it (if it has not ended yet).
 node_free AS (
     SELECT
         e.node,
         e.start_us,
         e.end_us,
         st.state,
-        greatest(coalesce(n.gpu_count, 0)
-                 - coalesce((SELECT sum(a.gpus) FROM node_allocations a
-                             WHERE a.node = e.node AND a.start_us <= e.start_us AND e.end_us <= a.end_us), 0),
-                 0) AS free_gpus,
+        greatest(coalesce(n.gpu_count, 0) - e.allocated_gpus, 0) AS free_gpus,
         coalesce(n.cluster, 'unknown') AS cluster
-    FROM node_elementary e
-    JOIN node_states st ON st.node = e.node AND st.start_us <= e.start_us AND e.end_us <= st.end_us
+    FROM (SELECT * FROM node_elementary WHERE end_us > start_us) e
+    ASOF JOIN (SELECT * FROM node_states WHERE end_us > start_us) st
+        ON st.node = e.node AND e.start_us >= st.start_us
     LEFT JOIN nodes n ON n.node = e.node
-    WHERE e.end_us IS NOT NULL
-    -- overlapping state intervals (not expected): the SPEC's first-match order decides
-    QUALIFY row_number() OVER (PARTITION BY e.node, e.start_us ORDER BY
-        CASE st.state WHEN 'maintenance' THEN 1 WHEN 'unknown' THEN 2 WHEN 'unavailable' THEN 3
-                      WHEN 'degraded' THEN 4 ELSE 5 END) = 1
+    WHERE e.end_us <= st.end_us
 ),
 not_allocated AS (
     SELECT

@@ -2,7 +2,8 @@
 -- Ranks of a synchronous job finish a step together, so a step is one interval for all ranks:
 --   end_us    the last rank's end_ts of that step;
 --   start_us  the previous step's end_us in the same attempt; for the attempt's first logged step,
---             end_us - its longest step_s. Both are clipped to the attempt's span.
+--             end_us - its longest step_s. Both are clipped to the attempt's span; a step that
+--             ends before an earlier one (logged out of order) is empty (start_us = end_us).
 --   kept      the step's progress survived: it belongs to an attempt that keeps all its steps
 --             (final attempt of a succeeded job, or the running attempt), or it is at or before the
 --             attempt's last checkpoint save; and no later attempt executed the same step again
@@ -40,8 +41,10 @@ placed AS (
         a.end_us AS attempt_end_us,
         a.keeps_all,
         a.last_saved_step,
+        -- the latest end of an earlier step: steps never overlap, even if logged out of order
         coalesce(
-            lag(p.end_us) OVER (PARTITION BY p.job_id, p.attempt ORDER BY p.step),
+            max(p.end_us) OVER (PARTITION BY p.job_id, p.attempt ORDER BY p.step
+                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
             p.end_us - p.longest_step_us
         ) AS raw_start_us
     FROM per_step p
@@ -63,15 +66,18 @@ clipped AS (
     FROM placed
 ),
 with_checkpoints AS (
+    -- checkpoint time inside [start, end) = C(end) - C(start), C(t) = checkpoint time before t
     SELECT
-        s.*,
-        coalesce((
-            SELECT sum(greatest(0, least(s.end_us, epoch_us(c.start_ts) + CAST(round(c.duration_s * 1e6) AS BIGINT))
-                                   - greatest(s.start_us, epoch_us(c.start_ts))))
-            FROM checkpoints c
-            WHERE c.job_id = s.job_id AND c.attempt = s.attempt
-        ), 0)::BIGINT AS checkpoint_us
+        s.* EXCLUDE (start_us, end_us),
+        s.start_us,
+        greatest(s.start_us, s.end_us) AS end_us,
+        (coalesce(ce.before_us + least(greatest(s.start_us, s.end_us) - ce.start_us, ce.end_us - ce.start_us), 0)
+         - coalesce(cs.before_us + least(s.start_us - cs.start_us, cs.end_us - cs.start_us), 0))::BIGINT AS checkpoint_us
     FROM clipped s
+    ASOF LEFT JOIN goodput_checkpoints ce
+        ON ce.job_id = s.job_id AND ce.attempt = s.attempt AND greatest(s.start_us, s.end_us) >= ce.start_us
+    ASOF LEFT JOIN goodput_checkpoints cs
+        ON cs.job_id = s.job_id AND cs.attempt = s.attempt AND s.start_us >= cs.start_us
 ),
 kept_stats AS (
     SELECT

@@ -22,7 +22,7 @@ WITH per_job AS (
         count(*) FILTER (WHERE failure_class = 'software') AS software_failures,
         arg_max(failure_class, attempt) AS final_failure_class,
         arg_min(state, attempt) AS first_state,
-        sum(gpu_s) / 3600 AS gpu_hours,
+        sum(allocated_gpu_s) / 3600 AS gpu_hours,
         list_sort(list_distinct(flatten(list(implicated_nodes) FILTER (WHERE state <> 'succeeded')))) AS implicated_nodes
     FROM attempt_outcomes
     GROUP BY job_id

@@ -1,0 +1,13 @@
+"""The floor stage: one DuckDB aggregate pass over gpu_samples and rank_steps."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+if __name__ == "__main__":
+    sql = (Path(__file__).parent / "floor.sql").read_text()
+    with duckdb.connect(os.environ["GPUFLEET_DB"], read_only=True) as con:
+        print(con.execute(sql).fetchall())

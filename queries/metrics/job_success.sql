@@ -1,0 +1,43 @@
+-- job_success: job success rates over the window [$start, $end) (docs/metrics.md "Job success and failure classes").
+--
+-- Jobs count when their end_ts falls in the window; attempts when theirs does.
+--   eligible_jobs, succeeded_jobs     counts (eligible: succeeded/failed/node_fail/timeout/oom)
+--   success_ratio                     succeeded_jobs / eligible_jobs (NULL when no eligible job)
+--   gpu_weighted_success_ratio        GPU-hours of succeeded jobs / GPU-hours of eligible jobs
+--   first_attempt_success_ratio       jobs that succeeded on their first attempt / eligible_jobs
+--   failed_jobs_<class>               eligible jobs that did not succeed, by final failure class
+--   crash_loop_jobs                   jobs flagged crash_loop
+--   interruptions                     attempts that ended without succeeding, other than cancellations
+--   allocated_gpu_days                GPU-seconds of all attempts inside the window / 86400
+--   interruptions_per_1k_gpu_days     interruptions / allocated_gpu_days x 1000
+WITH
+jobs_in_window AS (
+    SELECT * FROM job_outcomes WHERE end_ts >= $start AND end_ts < $end
+),
+attempts_in_window AS (
+    SELECT
+        count(*) FILTER (WHERE end_ts >= $start AND end_ts < $end
+                         AND failure_class IS NOT NULL AND state <> 'cancelled') AS interruptions,
+        coalesce(sum(num_gpus * greatest(0.0,
+            epoch(least(coalesce(end_ts, start_ts + to_seconds(duration_s)), $end)) - epoch(greatest(start_ts, $start)))), 0)
+            / 86400 AS allocated_gpu_days
+    FROM attempt_outcomes
+    WHERE start_ts < $end AND coalesce(end_ts, start_ts + to_seconds(duration_s)) > $start
+)
+SELECT
+    count(*) FILTER (WHERE eligible) AS eligible_jobs,
+    count(*) FILTER (WHERE succeeded) AS succeeded_jobs,
+    count(*) FILTER (WHERE succeeded) / nullif(count(*) FILTER (WHERE eligible), 0) AS success_ratio,
+    sum(gpu_hours) FILTER (WHERE succeeded) / nullif(sum(gpu_hours) FILTER (WHERE eligible), 0) AS gpu_weighted_success_ratio,
+    count(*) FILTER (WHERE first_attempt_succeeded) / nullif(count(*) FILTER (WHERE eligible), 0) AS first_attempt_success_ratio,
+    count(*) FILTER (WHERE eligible AND failure_class = 'hardware') AS failed_jobs_hardware,
+    count(*) FILTER (WHERE eligible AND failure_class = 'infrastructure') AS failed_jobs_infrastructure,
+    count(*) FILTER (WHERE eligible AND failure_class = 'user') AS failed_jobs_user,
+    count(*) FILTER (WHERE eligible AND failure_class = 'software') AS failed_jobs_software,
+    count(*) FILTER (WHERE eligible AND failure_class = 'unknown') AS failed_jobs_unknown,
+    count(*) FILTER (WHERE crash_loop) AS crash_loop_jobs,
+    any_value(a.interruptions) AS interruptions,
+    any_value(a.allocated_gpu_days) AS allocated_gpu_days,
+    any_value(a.interruptions) / nullif(any_value(a.allocated_gpu_days), 0) * 1000 AS interruptions_per_1k_gpu_days
+FROM attempts_in_window a
+LEFT JOIN jobs_in_window j ON true
