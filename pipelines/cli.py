@@ -241,6 +241,40 @@ def simulate(
     out.print(f"Wrote {out_dir}")
 
 
+@app.command()
+def evaluate(
+    ctx: typer.Context,
+    seeds: Annotated[str, typer.Option(help="Seeds: `1..5`, `1,3` or `7`.")] = "1..5",
+    nodes: Annotated[int, typer.Option(help="Nodes per simulated fleet.")] = 32,
+    days: Annotated[int, typer.Option(help="Days per simulated fleet.")] = 2,
+    faults: Annotated[str, typer.Option(help="`default` (fault plan + hard cases) or `none`.")] = "default",
+    output: Annotated[str, typer.Option("--format", help="`table` or `json`.")] = "table",
+) -> None:
+    """Score anomaly detection against the simulator's ground truth, per kind."""
+    import json
+
+    from pipelines.evaluate import evaluate as run_evaluate
+    from pipelines.evaluate import failures, format_table, parse_seeds
+
+    if output not in ("table", "json"):
+        raise GpufleetError(f"Unknown format `{output}`.", "Use --format table or --format json.")
+    if faults not in ("default", "none"):
+        raise GpufleetError(f"Unknown fault plan `{faults}`.", "Use --faults default or --faults none.")
+    seed_list = parse_seeds(seeds)
+    with console.status("Evaluating ...") as status:
+        summary, gpu_days = run_evaluate(
+            seed_list, nodes=nodes, days=days, faults=faults, settings=ctx.obj.settings(),
+            progress=lambda s: status.update(f"Evaluating {s} ..."),
+        )
+    if output == "json":
+        out.print_json(json.dumps(summary))
+        return
+    typer.echo(format_table(summary))
+    typer.echo(f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days.")
+    missed = failures(summary, fault_free=faults == "none")
+    typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
+
+
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
     # Located, not imported: pipelines/ never imports the app (or Streamlit).

@@ -34,6 +34,8 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
+    from pipelines.detectors import detect_anomalies
+
     return [
         Step("xid_catalogue"),
         # Read by most steps below: "now" (the data horizon) and who ran where.
@@ -45,6 +47,10 @@ def _steps() -> list[Step]:
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
+        # After xid_catalogue and rank_slowdown (the detectors read them); before node state
+        # and job outcomes, which read the anomalies.
+        Step("anomalies", run=detect_anomalies),
+        Step("node_remediation"),
         Step("node_state_intervals"),
         Step("node_availability_daily"),
         Step("fleet_availability_daily"),
