@@ -7,6 +7,7 @@ Loading is idempotent by natural key (see `pipelines.contract`).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,6 +58,9 @@ def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> d
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     con.execute("SET TimeZone = 'UTC'")
+    if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
+        # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
+        con.execute("SET memory_limit = $limit", {"limit": os.environ["GPUFLEET_MEMORY_LIMIT"]})
     return con
 
 
