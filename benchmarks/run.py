@@ -28,6 +28,7 @@ WEEK_START = "2026-11-23"
 WEEK = "2026-W48"
 # Stages whose work is proportional to the landing rows (gpu_samples + rank_steps).
 ROW_STAGES = {"simulate", "ingest", "floor", "compute"}
+STAGES_LOG = "stages.jsonl"  # one finished stage per line, so --resume can pick up after a failure
 
 
 @dataclass
@@ -66,11 +67,19 @@ def main(argv: list[str] | None = None) -> Path:
                         help="Reuse landing files simulated earlier for this scale (skips the simulate stage).")
     parser.add_argument("--results", type=Path, default=Path("bench-results"), help="Folder for <scale>.json.")
     parser.add_argument("--keep", action="store_true", help="Keep the data and database afterwards.")
+    parser.add_argument("--resume", action="store_true",
+                        help="Keep the stages a failed run of the same --workdir completed; run the rest.")
     args = parser.parse_args(argv)
     scale = SCALES[args.scale]
     workdir = (args.workdir or Path(f"bench-results/work-{args.scale}")).resolve()
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
+    done: dict[str, StageResult] = {}
+    if args.resume and (workdir / STAGES_LOG).is_file():
+        for line in (workdir / STAGES_LOG).read_text().splitlines():
+            r = StageResult(**json.loads(line))
+            done[r.stage] = r
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
     data, db = (args.data.resolve() if args.data else workdir / "landing"), workdir / "fleet.duckdb"
     root = Path(__file__).resolve().parent.parent
     env = {"GPUFLEET_MEMORY_LIMIT": "6GB", **os.environ, "BENCH_TMP": str(workdir), "GPUFLEET_DB": str(db),
@@ -96,6 +105,11 @@ def main(argv: list[str] | None = None) -> Path:
     results: list[StageResult] = []
     rows = None
     for stage, stage_argv in stages:
+        if stage in done:
+            results.append(done[stage])
+            rows = done[stage].rows if done[stage].rows is not None else rows
+            print(f"{stage:<22} (kept from the interrupted run)", flush=True)
+            continue
         load = os.getloadavg()[0]
         seconds, cpu, rss, stdout = run_measured(stage, stage_argv, env)
         if stage == "simulate" or (stage == "ingest" and rows is None):
@@ -109,6 +123,8 @@ def main(argv: list[str] | None = None) -> Path:
             round(counted / seconds) if counted else None,
             round(counted / cpu) if counted and cpu else None, detail=detail,
         ))
+        with open(workdir / STAGES_LOG, "a") as log:
+            log.write(json.dumps(asdict(results[-1])) + "\n")
         print(f"{stage:<22} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}", flush=True)
 
     floor = next(r for r in results if r.stage == "floor")
