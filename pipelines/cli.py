@@ -6,6 +6,7 @@ Every `GpufleetError` becomes a one-paragraph message and exit code 2.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -69,12 +70,130 @@ def ingest_files_cmd(
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status(f"Loading {folder} ..."):
         results = ingest_files(con, folder)
     _print_loads(results)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False)
+
+
+@ingest_app.command("prometheus")
+def ingest_prometheus_cmd(
+    ctx: typer.Context,
+    url: Annotated[str, typer.Option(envvar="GPUFLEET_PROM_URL", help="Prometheus-compatible API root, e.g. http://prometheus:9090.")],
+    start: Annotated[str, typer.Option(help="First instant: RFC 3339 (2026-11-23T00:00:00Z) or relative (-7d).")],
+    end: Annotated[str, typer.Option(help="End instant (exclusive): RFC 3339, relative, or `now`.")] = "now",
+    insecure: Annotated[bool, typer.Option("--insecure", help="Do not verify the server's TLS certificate.")] = False,
+    downsample: Annotated[
+        int | None,
+        typer.Option(help="Push aggregation down to the server: one point per this many seconds per series."),
+    ] = None,
+    full: Annotated[bool, typer.Option("--full", help="Ignore the stored watermarks and fetch the whole window.")] = False,
+) -> None:
+    """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
+
+    Credentials come from the environment: GPUFLEET_PROM_TOKEN (bearer) or
+    GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth).
+    """
+    from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
+    from pipelines.store import open_store
+
+    settings = PrometheusSettings.from_extra(ctx.obj.settings().extra)
+    start_ts, end_ts = parse_time(start), parse_time(end)
+    con = open_store(ctx.obj.db)
+    with console.status("Fetching ...") as status:
+        report = ingest_prometheus(
+            con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
+            progress=lambda msg: status.update(f"Fetching {msg} ..."),
+        )
+    _print_warnings(report.warnings)
+    _print_loads(report.loads)
+    rate = report.samples_fetched / report.seconds if report.seconds else 0.0
+    out.print(
+        f"Fetched {report.samples_fetched:,} samples in {report.requests_made:,} requests, "
+        f"{report.seconds:.1f} s ({rate:,.0f} samples/s)."
+    )
+
+
+@ingest_app.command("sacct")
+def ingest_sacct_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="Output of `TZ=UTC sacct --parsable2 --duplicates --format=...` (docs/sources.md).")],
+) -> None:
+    """Load Slurm jobs and their requeued attempts from sacct output."""
+    from pipelines.sources.slurm import ingest_sacct
+    from pipelines.store import open_store
+
+    con = open_store(ctx.obj.db)
+    results, parsed = ingest_sacct(con, file)
+    _print_warnings(parsed.warnings)
+    _print_loads(results)
+
+
+@ingest_app.command("kube-jobs")
+def ingest_kube_jobs_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="Output of `kubectl get jobs,pytorchjobs -A -o json`.")],
+    user_label: Annotated[str, typer.Option(help="Pod/job label naming the user.")] = "gpufleet.io/user",
+) -> None:
+    """Load Kubernetes Jobs and Kubeflow PyTorchJobs."""
+    from pipelines.sources.kube_jobs import ingest_kube_jobs
+    from pipelines.store import open_store
+
+    con = open_store(ctx.obj.db)
+    results, skipped = ingest_kube_jobs(con, file, user_label)
+    if skipped:
+        _print_warnings([f"{skipped} objects were neither a Job nor a PyTorchJob and were skipped."])
+    _print_loads(results)
+
+
+@ingest_app.command("kernel-log")
+def ingest_kernel_log_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="dmesg or journalctl -k text of one node.")],
+    node: Annotated[str, typer.Option(help="The node the log comes from.")],
+    boot_time: Annotated[
+        str | None, typer.Option(help="Boot time, RFC 3339 (needed for plain dmesg's seconds since boot).")
+    ] = None,
+    year: Annotated[int | None, typer.Option(help="Year of journal lines (their stamps have none).")] = None,
+    pci_map: Annotated[
+        str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
+    ] = None,
+) -> None:
+    """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
+    from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
+    from pipelines.sources.prometheus import parse_time
+    from pipelines.store import open_store
+
+    con = open_store(ctx.obj.db)
+    results, parsed = ingest_kernel_log(
+        con, file, node,
+        boot_time=parse_time(boot_time) if boot_time else None,
+        year=year,
+        pci_map=parse_pci_map(pci_map) if pci_map else None,
+    )
+    _print_warnings(parsed.warnings(str(file)))
+    out.print(f"{parsed.xid_lines:,} Xid lines read.")
+    _print_loads(results)
+
+
+@ingest_app.command("rank-steps")
+def ingest_rank_steps_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")],
+) -> None:
+    """Load per-rank step timings logged by a training job."""
+    from pipelines.sources.rank_steps import ingest_rank_steps
+    from pipelines.store import open_store
+
+    con = open_store(ctx.obj.db)
+    _print_loads(ingest_rank_steps(con, file))
 
 
 @app.command()
@@ -84,10 +203,10 @@ def compute(
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
     from pipelines.compute import compute as run_compute
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     settings = ctx.obj.settings()
-    con = open_store(ctx.obj.db)
+    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
     with console.status("Computing ...") as status:
         result = run_compute(con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ..."))
     if result.skipped:
@@ -104,12 +223,17 @@ def simulate(
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
     days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same fleet.")] = 1,
-    start: Annotated[str | None, typer.Option(help="First instant, UTC (default: 7 days before the last Monday).")] = None,
+    start: Annotated[
+        str | None, typer.Option(help="First instant, UTC (default: Monday of the last full ISO week).")
+    ] = None,
+    faults: Annotated[
+        str, typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet.")
+    ] = "default",
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
 
-    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start)
+    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults)
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
     for table, rows in summary.items():
@@ -117,14 +241,52 @@ def simulate(
     out.print(f"Wrote {out_dir}")
 
 
+@app.command()
+def evaluate(
+    ctx: typer.Context,
+    seeds: Annotated[str, typer.Option(help="Seeds: `1..5`, `1,3` or `7`.")] = "1..5",
+    nodes: Annotated[int, typer.Option(help="Nodes per simulated fleet.")] = 32,
+    days: Annotated[int, typer.Option(help="Days per simulated fleet.")] = 2,
+    faults: Annotated[str, typer.Option(help="`default` (fault plan + hard cases) or `none`.")] = "default",
+    output: Annotated[str, typer.Option("--format", help="`table` or `json`.")] = "table",
+) -> None:
+    """Score anomaly detection against the simulator's ground truth, per kind."""
+    import json
+
+    from pipelines.evaluate import evaluate as run_evaluate
+    from pipelines.evaluate import failures, format_table, parse_seeds
+
+    if output not in ("table", "json"):
+        raise GpufleetError(f"Unknown format `{output}`.", "Use --format table or --format json.")
+    if faults not in ("default", "none"):
+        raise GpufleetError(f"Unknown fault plan `{faults}`.", "Use --faults default or --faults none.")
+    seed_list = parse_seeds(seeds)
+    with console.status("Evaluating ...") as status:
+        summary, gpu_days = run_evaluate(
+            seed_list, nodes=nodes, days=days, faults=faults, settings=ctx.obj.settings(),
+            progress=lambda s: status.update(f"Evaluating {s} ..."),
+        )
+    if output == "json":
+        out.print_json(json.dumps(summary))
+        return
+    typer.echo(format_table(summary))
+    typer.echo(f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days.")
+    missed = failures(summary, fault_free=faults == "none")
+    typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
+
+
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
-    app_py = Path(__file__).resolve().parent.parent / "app.py"
+    # Located, not imported: pipelines/ never imports the app (or Streamlit).
+    spec = importlib.util.find_spec("gpufleet_app")
+    if spec is None or spec.origin is None:
+        raise GpufleetError("The dashboard package `gpufleet_app` is not installed.", "Reinstall gpufleet.")
+    app_py = Path(spec.origin).resolve().parent / "streamlit_app.py"
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(app_py),
         "--server.address", "127.0.0.1", "--server.port", str(port),
         "--server.headless", "true" if headless else "false",
-        "--browser.gatherUsageStats", "false",
+        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
     raise typer.Exit(subprocess.call(cmd, env=env))
@@ -155,12 +317,12 @@ def demo(
     from pipelines.demo import demo_summary
     from pipelines.simulate import SimulationConfig, simulate_to_dir
     from pipelines.sources.files import ingest_files
-    from pipelines.store import open_store
+    from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
-    con = open_store(db)
+    con = open_store(db, retries=WRITER_RETRIES)
     with console.status("Loading ..."):
         ingest_files(con, data)
     with console.status("Computing ..."):
@@ -169,6 +331,70 @@ def demo(
     con.close()
     if not no_app:
         _serve(db, port, headless=True)
+
+
+# ---- weekly review: report and export ------------------------------------------------------
+
+@app.command()
+def report(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
+    fmt: Annotated[str, typer.Option("--format", help="md, json or html.")] = "md",
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="File to write (default: stdout; html: report-<week>.html)."),
+    ] = None,
+    cluster: Annotated[str, typer.Option(help="A cluster, or * for all clusters.")] = "*",
+    top: Annotated[int, typer.Option(help="How many worst nodes to list.")] = 10,
+) -> None:
+    """The weekly reliability report: summary with week-over-week deltas, goodput stack,
+    failures by class and cause, and the nodes that lost the most GPU-hours."""
+    from pipelines.report import FORMATS, build_report, open_read_only, render, write_atomically
+    from pipelines.weeks import parse_week
+
+    if fmt not in FORMATS:
+        raise GpufleetError(f"Unknown report format `{fmt}`.", f"Use one of: {', '.join(FORMATS)}.")
+    iso_week = parse_week(week)
+    con = open_read_only(ctx.obj.db)
+    try:
+        text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+    finally:
+        con.close()
+    if out_file is None and fmt == "html":
+        out_file = Path(f"report-{iso_week.label}.html")
+    if out_file is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    write_atomically(out_file, text)
+    console.print(f"Wrote {out_file}")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder of the Hive-partitioned export.")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
+    tables: Annotated[
+        str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
+    ] = None,
+) -> None:
+    """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
+    from pipelines.export import export_week
+    from pipelines.report import open_read_only
+    from pipelines.weeks import parse_week
+
+    iso_week = parse_week(week)
+    names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    con = open_read_only(ctx.obj.db)
+    try:
+        with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
+            results = export_week(con, iso_week, out_dir, fmt, names)
+    finally:
+        con.close()
+    for r in results:
+        out.print(f"{r.table:<26} {r.rows:>10,} rows  {r.partitions:>4} partitions")
+    out.print(f"Exported {iso_week.label} to {out_dir} ({fmt}).")
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ class Step:
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
+    from pipelines.detectors import detect_anomalies
     from pipelines.stragglers import build_rank_slowdown
 
     return [
@@ -44,12 +45,20 @@ def _steps() -> list[Step]:
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
+        # After xid_catalogue and rank_slowdown (the detectors read them); before node state
+        # and job outcomes, which read the anomalies.
+        Step("anomalies", run=detect_anomalies),
+        Step("node_remediation"),
         Step("node_state_intervals"),
         Step("node_availability_daily"),
         Step("fleet_availability_daily"),
         Step("attempt_outcomes"),
         Step("job_outcomes"),
         Step("goodput_stack"),
+        Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
+        # These read every metric table above: keep them last.
+        Step("attempt_clusters"),
+        Step("weekly_summary"),
     ]
 
 

@@ -50,17 +50,17 @@ class FailureSettings:
     hardware_anomaly_kinds: list[str] = field(
         default_factory=lambda: [
             "xid",
+            "ecc_sbe_rate",
             "ecc_dbe",
-            "ecc_sbe_rising",
             "row_remap_failure",
             "row_remap_pending",
-            "pcie_replay",
-            "nvlink_errors",
-            "nic_links_missing",
-            "telemetry_gap",
+            "pcie_replay_rate",
+            "nvlink_error_rate",
+            "nic_links_down",
         ]
     )
-    """Anomaly kinds that count as a hardware signal when classifying a failed attempt."""
+    """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
+    hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
     xid_catalogue: str = ""
     """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 
@@ -80,17 +80,73 @@ class StragglerSettings:
 
 
 @dataclass(frozen=True)
+class DetectionSettings:
+    """Thresholds of the anomaly detectors (SPEC "Anomalies"); docs/detection.md explains each."""
+
+    sample_interval_s: int = 60
+    """Expected scrape interval of DCGM and node samples."""
+    counter_window_s: int = 3600
+    """Error-counter rates are increases over this trailing window (resets handled)."""
+    ecc_sbe_per_window: float = 10.0
+    """Single-bit ECC errors per window at which the rate is `rising` (healthy GPUs: ~0 a day)."""
+    ecc_dbe_per_window: float = 1.0
+    """Any double-bit ECC error is an anomaly."""
+    pcie_replay_per_window: float = 100.0
+    """PCIe replays per window: a marginal link retries far more than this."""
+    nvlink_errors_per_window: float = 50.0
+    """NVLink CRC/replay/recovery errors per window."""
+    load_util_min: float = 50.0
+    """A GPU is `under load` (comparable with its peers) at or above this utilisation, %."""
+    peer_min_count: int = 4
+    """Fewer loaded peers than this at an instant: no peer comparison."""
+    peer_z: float = 3.5
+    """Robust z-score (median/MAD) beyond which a GPU differs from its peers."""
+    peer_min_rel_dev: float = 0.05
+    """... and by at least this fraction of the peers' median (MAD of identical GPUs can be ~0)."""
+    peer_temp_min_dev_c: float = 8.0
+    """Temperature above peers: by at least this many degrees C."""
+    peer_window_s: int = 900
+    """A peer deviation must hold in `peer_min_share` of the samples of this trailing window."""
+    peer_min_share: float = 0.8
+    """Share of the window's samples that must deviate (a noisy but healthy GPU does not)."""
+    peer_merge_gap_s: int = 3600
+    """Deviations less than this apart are one finding (a throttled GPU idles between jobs)."""
+    nic_min_samples: int = 3
+    """Samples an episode of fewer NIC links than expected needs (a renegotiating link is not one)."""
+    gap_s: int = 300
+    """A GPU silent this long while its node reports Ready is a telemetry gap."""
+    flap_window_s: int = 3600
+    """Condition flapping: transitions counted over this trailing window ..."""
+    flap_transitions: int = 4
+    """... at least this many transitions is flapping."""
+    xid_clear_s: int = 21600
+    """A hardware-XID anomaly stays open this long after its last event."""
+    straggler_peer_z: float = 3.5
+    """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
+    straggler_candidate_z: float = 2.5
+    """A rank whose p95 ratio is this far out (robust z) is checked for a mid-run onset."""
+    straggler_min_mad: float = 0.005
+    """Floor of the ranks' median-ratio MAD (identical ranks have MAD ~0)."""
+    changepoint_min_segment: int = 10
+    """Change-point onset: the shortest segment (steps) on either side of the change."""
+    max_out_share: float = 0.10
+    """Policy: never cordon/drain more than this share of a cluster's nodes at once."""
+
+
+@dataclass(frozen=True)
 class Settings:
     availability: AvailabilitySettings = field(default_factory=AvailabilitySettings)
     failures: FailureSettings = field(default_factory=FailureSettings)
     stragglers: StragglerSettings = field(default_factory=StragglerSettings)
+    detection: DetectionSettings = field(default_factory=DetectionSettings)
     extra: dict[str, Any] = field(default_factory=dict)
-    """Sections other modules own (e.g. `prometheus`, `detection`), passed through."""
+    """Sections other modules own (e.g. `prometheus`), passed through."""
 
     def sql_params(self) -> dict[str, Any]:
         """The flat named parameters the SQL files may use."""
         a, f, s = self.availability, self.failures, self.stragglers
-        return {
+        detection = {f"det_{k}": v for k, v in dataclasses.asdict(self.detection).items()}
+        return detection | {
             "staleness_s": a.staleness_s,
             "require_gpu_telemetry": a.require_gpu_telemetry,
             "required_conditions": list(a.required_conditions),
@@ -112,6 +168,7 @@ _SECTIONS = {
     "availability": AvailabilitySettings,
     "failures": FailureSettings,
     "stragglers": StragglerSettings,
+    "detection": DetectionSettings,
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +70,17 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
-def open_store(path: str | Path) -> duckdb.DuckDBPyConnection:
-    """A writable connection with the landing schema in place."""
-    con = connect(path)
+WRITER_RETRIES = 30
+"""Lock retries of a writing command (~1 min): readers such as the dashboard hold the
+file only for the few milliseconds of a query batch, so a writer waits for a gap."""
+
+
+def open_store(path: str | Path, *, retries: int = 0) -> duckdb.DuckDBPyConnection:
+    """A writable connection with the landing schema in place.
+
+    `retries` waits for the write lock (see `connect`) while readers have the file open.
+    """
+    con = connect(path, retries=retries)
     ensure_schema(con)
     return con
 
@@ -247,10 +255,15 @@ def _registered(con: duckdb.DuckDBPyConnection, items: list[TableInput]) -> Iter
 
 
 def load_batch(
-    con: duckdb.DuckDBPyConnection, items: list[TableInput], source: str
+    con: duckdb.DuckDBPyConnection,
+    items: list[TableInput],
+    source: str,
+    in_transaction: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
 ) -> list[LoadResult]:
     """Validate every input, then load them all in one transaction.
 
+    `in_transaction(con)` runs inside that transaction after the data is merged,
+    for bookkeeping that must commit or roll back with it (a source's watermark).
     Raises `InputError` (nothing written) when any cell breaks the contract.
     """
     for item in items:
@@ -269,6 +282,8 @@ def load_batch(
             for item, view, (rows, lo, hi) in zip(items, views, checked):
                 new = _merge(con, item, view, rows, (lo, hi))
                 results.append(LoadResult(item.table, rows, new))
+            if in_transaction is not None:
+                in_transaction(con)
             con.execute(
                 "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, "
                 "$rows_in, $rows_new FROM load_log",

@@ -167,7 +167,7 @@ def test_a_node_that_goes_silent_stays_unknown_to_the_horizon(con):
     small_fleet(con, build)
     assert intervals(con, "n1") == [
         ("22:00", "00:05", "available", None),
-        ("00:05", "02:00", "unknown", "Ready stale; no DCGM sample from gpu 0; no DCGM sample from gpu 1"),
+        ("00:05", "02:00", "unknown", "Ready stale; no DCGM sample from any GPU"),
     ]
     row = con.execute(
         "SELECT failures, repair_episodes FROM node_availability_daily WHERE node = 'n1' AND day = ?", [TUE]
@@ -206,7 +206,7 @@ def test_a_node_without_dcgm_is_not_judged_on_gpus_when_telemetry_is_optional(co
     small_fleet(con, build, Settings(availability=AvailabilitySettings(require_gpu_telemetry=False)))
     assert intervals(con, "n1") == [("22:00", "02:00", "available", None)]
     compute_availability(con)  # the default: every GPU of the node must report
-    assert intervals(con, "n1") == [("22:00", "02:00", "unknown", "no DCGM sample from gpu 0; no DCGM sample from gpu 1")]
+    assert intervals(con, "n1") == [("22:00", "02:00", "unknown", "no DCGM sample from any GPU")]
 
 
 @pytest.mark.parametrize(
@@ -277,3 +277,24 @@ def test_staleness_must_be_positive_seconds(tmp_path, value):
     path.write_text(f"[availability]\nstaleness_s = {value}\n")
     with pytest.raises(ConfigError, match="staleness_s"):
         load_settings(path)
+
+
+@pytest.mark.parametrize(
+    ("silent", "reason"),
+    [
+        ([3], "no DCGM sample from gpu 3"),
+        ([1, 3], "no DCGM sample from gpus 1, 3"),  # numeric order, one phrase
+        ([0, 1, 2, 3], "no DCGM sample from any GPU"),  # the node's whole exporter is down
+    ],
+)
+def test_missing_gpus_are_named_in_one_reason(con, silent, reason):
+    def build(f: Fleet) -> None:
+        everything = minutes(at("22:00"), at("02:00"))
+        f.node("n1", "c1", gpu_count=4)
+        f.condition("n1", "Ready", everything, "True")
+        for gpu in range(4):
+            f.gpu("n1", gpu, minutes(at("22:00"), at("23:00")) if gpu in silent else everything)
+
+    small_fleet(con, build)
+    # The last samples of the silent GPUs (23:00) hold until 23:05.
+    assert intervals(con, "n1") == [("22:00", "23:05", "available", None), ("23:05", "02:00", "unknown", reason)]

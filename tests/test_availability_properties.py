@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from pipelines.compute import compute
 from pipelines.config import AvailabilitySettings, Settings
 from pipelines.store import open_store
-from tests.fleets import START, Fleet, insert_anomalies
+from tests.fleets import START, Fleet, compute_availability, insert_anomalies
 
 STATES = {"maintenance", "unknown", "unavailable", "degraded", "available"}
 TABLES = ("node_state_intervals", "node_availability_daily", "fleet_availability_daily",
@@ -133,5 +133,68 @@ def test_state_intervals_cover_each_lifetime_exactly_once(fleet, found, stalenes
         first = {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in TABLES}
         compute(con, config, force=True)
         assert {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in TABLES} == first
+    finally:
+        con.close()
+
+
+def reference_state(fleet: Fleet, found: list[dict], node: str, t, horizon, staleness_s: int,
+                    require_gpu: bool) -> str:
+    """SPEC's rules evaluated directly at one instant: the oracle for node_state_intervals."""
+    stale = timedelta(seconds=staleness_s)
+    rows = fleet.rows
+    if any(m["node"] == node and m["start_ts"] <= t < m["end_ts"] for m in rows.get("maintenance", [])):
+        return "maintenance"
+    samples = [c for c in rows.get("node_conditions", []) if c["node"] == node]
+    verdicts = []
+    for condition in {c["condition"] for c in samples}:
+        latest = max((c for c in samples if c["condition"] == condition and c["ts"] <= t),
+                     key=lambda c: c["ts"], default=None)
+        if latest is None or t - latest["ts"] >= stale or latest["status"] == "Unknown":
+            verdicts.append("unknown")
+        elif (latest["status"] == "True") != (condition == "Ready"):  # Ready good when True, the others when False
+            verdicts.append("unavailable")
+    gpu_count = next(n["gpu_count"] for n in rows["nodes"] if n["node"] == node)
+    ticks = [g for g in rows.get("gpu_samples", []) if g["node"] == node and g["ts"] <= t]
+
+    def fresh(gpu: int) -> bool:
+        return any(g["gpu"] == gpu and t - g["ts"] < stale for g in ticks)
+
+    missing = [gpu for gpu in range(gpu_count) if not fresh(gpu)]
+    if "unknown" in verdicts or (missing and require_gpu):
+        return "unknown"
+    any_reporting = any(t - g["ts"] < stale for g in ticks)
+    if "unavailable" in verdicts or (missing and any_reporting):
+        return "unavailable"
+    if any(a["node"] == node and a["severity"] == "warn" and a["start_ts"] <= t < (a["end_ts"] or horizon)
+           for a in found):
+        return "degraded"
+    return "available"
+
+
+@settings(max_examples=int(os.environ.get("GPUFLEET_PROPERTY_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fleet=random_fleets(), found=anomalies(), staleness_s=st.sampled_from([60, 180, 300]),
+       require_gpu=st.booleans())
+def test_state_matches_the_rules_evaluated_at_every_instant(fleet, found, staleness_s, require_gpu):
+    con = open_store(":memory:")
+    try:
+        fleet.load(con)
+        insert_anomalies(con, found)
+        config = Settings(availability=AvailabilitySettings(staleness_s=staleness_s, require_gpu_telemetry=require_gpu))
+        compute_availability(con, config)
+        rows = con.execute("SELECT node, start_ts, end_ts, state FROM node_state_intervals").fetchall()
+        if not rows:
+            return
+        horizon = max(r[2] for r in rows)
+        for node in {r[0] for r in rows}:
+            spans = [r[1:] for r in rows if r[0] == node]
+            start = min(s for s, _, _ in spans)
+            # Every sample and window sits on whole minutes: probing at half minutes avoids the edges.
+            t = start + timedelta(seconds=30)
+            while t < horizon:
+                actual = next(state for s, e, state in spans if s <= t < e)
+                expected = reference_state(fleet, found, node, t, horizon, staleness_s, require_gpu)
+                assert actual == expected, (node, t, actual, expected)
+                t += timedelta(minutes=1)
     finally:
         con.close()

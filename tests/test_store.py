@@ -198,3 +198,40 @@ def test_typed_parquet_still_rejects_a_missing_required_value(con, tmp_path):
     ).write_parquet(folder / "nodes.parquet")
     with pytest.raises(InputError, match=r"nodes.parquet, row 2, column `node`"):
         ingest_files(con, folder)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # A blank line 2 must not shift the numbering: the bad record is on line 3.
+        ('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
+         "\n"
+         '{"node": "n1", "start_ts": "soon", "end_ts": "2026-11-24T04:00:00Z"}\n',
+         r"line 3, column `start_ts`"),
+        # Malformed JSON names its line.
+        ('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
+         '{"node": "n1", "start_ts": \n',
+         r"maintenance.jsonl, line 2: not valid JSON"),
+        # A number where text is expected is fine; a list where a timestamp is expected is not.
+        ('{"node": 7, "start_ts": "2026-11-23T00:00:00Z", "end_ts": ["x"]}\n',
+         r"line 1, column `end_ts`"),
+    ],
+)
+def test_jsonl_errors_name_the_real_line(con, tmp_path, text, message):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "maintenance.jsonl").write_text(text)
+    with pytest.raises(InputError, match=message):
+        ingest_files(con, folder)
+    assert row_counts(con)["maintenance"] == 0
+
+
+def test_jsonl_lists_load_as_lists(con, tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "job_attempts.jsonl").write_text(
+        '{"job_id": "j1", "attempt": 0, "start_ts": "2026-11-23T00:00:00Z", "state": "running", '
+        '"nodes": ["gpu-001", "gpu-002"]}\n'
+    )
+    ingest_files(con, folder)
+    assert con.execute("SELECT nodes FROM job_attempts").fetchall() == [(["gpu-001", "gpu-002"],)]

@@ -6,7 +6,9 @@ folder whose stem is a landing table is read; the whole folder is one batch.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -32,9 +34,7 @@ def read_table_file(con: duckdb.DuckDBPyConnection, path: Path) -> TableInput:
             frame = frame.with_row_index(ROW_COLUMN, offset=2)
             return TableInput(table, frame, str(path), position="line")
         if path.suffix == ".jsonl":
-            frame = pl.read_ndjson(path, infer_schema_length=None)
-            frame = frame.with_row_index(ROW_COLUMN, offset=1)
-            return TableInput(table, frame, str(path), position="line")
+            return TableInput(table, read_jsonl_as_text(path), str(path), position="line")
         relation = con.sql(
             f"SELECT * EXCLUDE (file_row_number), file_row_number + 1 AS {ROW_COLUMN} "
             "FROM read_parquet($path, file_row_number = true)",
@@ -43,6 +43,54 @@ def read_table_file(con: duckdb.DuckDBPyConnection, path: Path) -> TableInput:
         return TableInput(table, relation, str(path), position="row")
     except (pl.exceptions.PolarsError, duckdb.Error, OSError) as e:
         raise InputError(f"cannot read the file: {e}", file=str(path)) from e
+
+
+def _as_text(value: Any) -> Any:
+    """A JSON value as the text the store casts from; lists stay lists of text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return [_as_text(v) for v in value]
+    if isinstance(value, dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def read_jsonl_as_text(path: Path) -> pl.DataFrame:
+    """Read JSON Lines keeping each record's real line number (blank lines are skipped).
+
+    Scalars become text and lists lists of text, so validation reports type errors
+    with the line and column rather than the reader failing on mixed types.
+    """
+    records: list[dict[str, Any]] = []
+    lines: list[int] = []
+    with path.open() as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"not valid JSON: {e.msg}", file=str(path), line=number) from e
+            if not isinstance(record, dict):
+                raise InputError("a line must hold one JSON object", file=str(path), line=number)
+            records.append({k: _as_text(v) for k, v in record.items()})
+            lines.append(number)
+    columns = list(dict.fromkeys(k for record in records for k in record))
+    data: dict[str, list[Any]] = {c: [r.get(c) for r in records] for c in columns}
+    schema: dict[str, pl.DataType] = {}
+    for column, values in data.items():
+        kinds = {type(v) for v in values if v is not None}
+        if kinds == {list}:
+            schema[column] = pl.List(pl.String)
+        else:
+            if list in kinds:  # mixed: let validation name the line of the odd one out
+                data[column] = [json.dumps(v) if isinstance(v, list) else v for v in values]
+            schema[column] = pl.String
+    frame = pl.DataFrame(data, schema=schema) if columns else pl.DataFrame()
+    return frame.with_columns(pl.Series(ROW_COLUMN, lines, dtype=pl.UInt32))
 
 
 def landing_files(folder: Path) -> list[Path]:

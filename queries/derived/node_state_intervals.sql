@@ -211,7 +211,8 @@ signals_raw AS (
     SELECT node, 'unknown', start_ts, end_ts, series || ' stale'
     FROM stale WHERE series_kind = 'condition'
     UNION ALL
-    SELECT node, 'gpu_missing', start_ts, end_ts, 'no DCGM sample from gpu ' || series
+    -- reason: the GPU index; segment_reasons words it ("gpu 3", "gpus 1, 3", "any GPU").
+    SELECT node, 'gpu_missing', start_ts, end_ts, series
     FROM stale WHERE series_kind = 'gpu'
     UNION ALL
     SELECT node, kind, start_ts, end_ts, reason FROM cond_bad
@@ -247,18 +248,28 @@ segments AS (
     QUALIFY end_ts IS NOT NULL
 ),
 segment_facts AS (
-    SELECT g.node, g.start_ts, g.end_ts,
+    SELECT g.node, g.start_ts, g.end_ts, any_value(n.gpu_count) AS gpu_count,
         string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'maintenance') AS maintenance_why,
-        string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason)
-            FILTER (WHERE s.kind = 'unknown' OR (s.kind = 'gpu_missing' AND $require_gpu_telemetry)) AS unknown_why,
+        string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'unknown') AS unknown_why,
+        list(DISTINCT TRY_CAST(s.reason AS INTEGER) ORDER BY TRY_CAST(s.reason AS INTEGER))
+            FILTER (WHERE s.kind = 'gpu_missing') AS missing_gpus,
         string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'unavailable') AS unavailable_why,
-        string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason)
-            FILTER (WHERE s.kind = 'gpu_missing' AND NOT $require_gpu_telemetry) AS missing_gpu_why,
         coalesce(bool_or(s.kind = 'dcgm_present'), false) AS dcgm_present,
         string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'degraded') AS degraded_why
     FROM segments g
     LEFT JOIN signals s ON s.node = g.node AND s.start_ts <= g.start_ts AND s.end_ts >= g.end_ts
+    LEFT JOIN nodes n ON n.node = g.node
     GROUP BY g.node, g.start_ts, g.end_ts
+),
+segment_reasons AS (
+    SELECT *,
+        CASE
+            WHEN missing_gpus IS NULL THEN NULL
+            WHEN len(missing_gpus) = gpu_count AND gpu_count > 1 THEN 'no DCGM sample from any GPU'
+            WHEN len(missing_gpus) = 1 THEN 'no DCGM sample from gpu ' || missing_gpus[1]
+            ELSE 'no DCGM sample from gpus ' || array_to_string(missing_gpus, ', ')
+        END AS missing_gpu_why
+    FROM segment_facts
 ),
 segment_states AS (
     SELECT node, start_ts, end_ts, state_reason[1] AS state, state_reason[2] AS reason
@@ -266,13 +277,14 @@ segment_states AS (
         SELECT *,
             CASE
                 WHEN maintenance_why IS NOT NULL THEN ['maintenance', maintenance_why]
-                WHEN unknown_why IS NOT NULL THEN ['unknown', unknown_why]
+                WHEN unknown_why IS NOT NULL OR (missing_gpu_why IS NOT NULL AND $require_gpu_telemetry)
+                    THEN ['unknown', concat_ws('; ', unknown_why, CASE WHEN $require_gpu_telemetry THEN missing_gpu_why END)]
                 WHEN unavailable_why IS NOT NULL OR (dcgm_present AND missing_gpu_why IS NOT NULL)
                     THEN ['unavailable', concat_ws('; ', unavailable_why, CASE WHEN dcgm_present THEN missing_gpu_why END)]
                 WHEN degraded_why IS NOT NULL THEN ['degraded', degraded_why]
                 ELSE ['available', NULL]
             END AS state_reason
-        FROM segment_facts
+        FROM segment_reasons
     )
 ),
 -- Merge adjacent segments that share state and reason.

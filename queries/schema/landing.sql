@@ -124,3 +124,14 @@ CREATE TABLE IF NOT EXISTS ingest_watermarks (
     query_key    VARCHAR NOT NULL,
     watermark_ts TIMESTAMPTZ NOT NULL
 );
+
+-- GPU identities as dcgm-exporter labels them, kept by the Prometheus ingest (newest wins
+-- per node and GPU index). The kernel-log ingest maps an `NVRM: Xid (PCI:...)` bus id to
+-- the GPU index and UUID through it. `pci_bus_id` is normalised to `dddd:bb:dd` lower case.
+CREATE TABLE IF NOT EXISTS gpu_devices (
+    node         VARCHAR NOT NULL,
+    gpu          SMALLINT NOT NULL,
+    uuid         VARCHAR,
+    pci_bus_id   VARCHAR,
+    last_seen_ts TIMESTAMPTZ NOT NULL
+);

@@ -1,0 +1,248 @@
+"""Plotly figures, each a pure function of a polars frame (no database, no Streamlit)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+STATE_COLORS = {
+    "available": "#2ca02c",
+    "degraded": "#e6b800",
+    "unavailable": "#d62728",
+    "unknown": "#7f7f7f",
+    "maintenance": "#1f77b4",
+}
+CATEGORY_COLORS = {
+    "productive": "#2ca02c",
+    "init": "#9467bd",
+    "checkpoint": "#1f77b4",
+    "wasted": "#d62728",
+    "recovery": "#ff7f0e",
+    "other": "#7f7f7f",
+}
+CLASS_COLORS = {
+    "hardware": "#d62728",
+    "software": "#ff7f0e",
+    "infrastructure": "#1f77b4",
+    "user": "#7f7f7f",
+    "unknown": "#bcbd22",
+}
+SEVERITY_COLORS = {"critical": "#d62728", "warn": "#e6b800", "info": "#1f77b4"}
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0, "font": {"size": 15}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        legend={"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "font": {"size": 11}},
+    )
+    fig.update_xaxes(automargin=True)
+    return fig
+
+
+DAY_TICKS = "%a %d"
+TIME_TICKS = "%d %b %H:%M"
+
+
+def _utc_naive(times: pl.Series):
+    """UTC timestamps as numpy datetime64 (the axis is labelled UTC)."""
+    return times.dt.convert_time_zone("UTC").dt.replace_time_zone(None).to_numpy()
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def count_tick(largest: int | None) -> int:
+    """A whole-number tick step giving about five ticks (counts have no fractions)."""
+    return max(1, -(-int(largest or 0) // 5))
+
+
+def availability_trend(daily: pl.DataFrame) -> go.Figure:
+    """Node availability per UTC day (percent) over node-hours lost (bars)."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    days = daily["day"].to_list()
+    fig.add_bar(x=days, y=daily["unavailable_node_h"].to_list(), name="Unavailable node-h",
+                marker_color=STATE_COLORS["unavailable"], secondary_y=True, opacity=0.6)
+    fig.add_bar(x=days, y=daily["unknown_node_h"].to_list(), name="Unknown node-h",
+                marker_color=STATE_COLORS["unknown"], secondary_y=True, opacity=0.6)
+    fig.add_scatter(x=days, y=(daily["availability"] * 100).to_list(), name="Availability %",
+                    mode="lines+markers", line={"color": "#111"}, secondary_y=False)
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
+    fig.update_yaxes(title_text="availability %", secondary_y=False)
+    fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False,
+                     tickmode="auto", nticks=5, rangemode="tozero")
+    return _layout(fig, "Node availability per day")
+
+
+def jobs_trend(daily: pl.DataFrame) -> go.Figure:
+    """Eligible jobs that ended per day: succeeded vs not."""
+    fig = go.Figure()
+    days = daily["day"].to_list()
+    fig.add_bar(x=days, y=daily["succeeded_jobs"].to_list(), name="Succeeded",
+                marker_color=CATEGORY_COLORS["productive"])
+    fig.add_bar(x=days, y=(daily["eligible_jobs"] - daily["succeeded_jobs"]).to_list(),
+                name="Failed (failed, node_fail, timeout, oom)", marker_color=STATE_COLORS["unavailable"])
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
+    fig.update_yaxes(title_text="jobs ended", rangemode="tozero",
+                     dtick=count_tick(daily["eligible_jobs"].max()))
+    return _layout(fig, "Jobs ended per day")
+
+
+WATERFALL_STEPS = (
+    ("capacity_gpu_h", "Capacity", "absolute"),
+    ("unavailable_gpu_h", "Unavailable", "relative"),
+    ("unknown_gpu_h", "Unknown", "relative"),
+    ("idle_gpu_h", "Idle", "relative"),
+    ("allocated_gpu_h", "Allocated", "total"),
+    ("init_gpu_h", "Init", "relative"),
+    ("checkpoint_gpu_h", "Checkpoint", "relative"),
+    ("wasted_gpu_h", "Wasted", "relative"),
+    ("other_gpu_h", "Other", "relative"),
+    ("productive_gpu_h", "Productive", "total"),
+)
+
+
+def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
+    """Capacity → losses → allocated → badput → productive, in GPU-hours."""
+    labels, values, measures, texts = [], [], [], []
+    for column, label, measure in WATERFALL_STEPS:
+        value = float(stack[column] or 0.0)
+        labels.append(label)
+        measures.append(measure)
+        values.append(value if measure == "absolute" else (-value if measure == "relative" else 0.0))
+        texts.append(f"{value:,.0f}")
+    fig = go.Figure(go.Waterfall(
+        x=labels, y=values, measure=measures, text=texts, textposition="outside",
+        decreasing={"marker": {"color": STATE_COLORS["unavailable"]}},
+        totals={"marker": {"color": CATEGORY_COLORS["productive"]}},
+        increasing={"marker": {"color": "#1f77b4"}},
+        connector={"line": {"color": "#bbb"}},
+    ))
+    fig.update_yaxes(title_text="GPU-hours")
+    return _layout(fig, "Where the GPU-hours went (goodput stack)", height=360)
+
+
+def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
+    """Failed attempts by cause (bars coloured by failure class), most frequent first,
+    with the cumulative share of all failed attempts."""
+    # Axis labels stay short (`XID 79`); the hover names the cause in full.
+    labels = [cause.split(" (")[0] if cause.startswith("XID") else cause for cause in pareto["cause"]]
+    labels = [f"{label} [{c}]" if labels.count(label) > 1 else label
+              for label, c in zip(labels, pareto["failure_class"])]
+    framed = pareto.with_columns(label=pl.Series(labels))
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    for failure_class in framed["failure_class"].unique(maintain_order=True).to_list():
+        part = framed.filter(pl.col("failure_class") == failure_class)
+        fig.add_bar(x=part["label"].to_list(), y=part["attempts"].to_list(), name=failure_class,
+                    marker_color=CLASS_COLORS.get(failure_class, "#999"), secondary_y=False,
+                    customdata=list(zip(part["cause"].to_list(), part["gpu_h"].to_list())),
+                    hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
+                                  "%{customdata[1]:,.1f} GPU-h<extra></extra>")
+    fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="cumulative %",
+                    mode="lines+markers", line={"color": "#111"}, secondary_y=True)
+    fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
+    fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
+                     dtick=count_tick(pareto["attempts"].max()))
+    fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
+                     showgrid=False, tickmode="linear")
+    return _layout(fig, "Failed attempts by cause (Pareto)", height=380)
+
+
+def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str], title: str,
+             hover: str | None = None, height: int = 220) -> go.Figure:
+    """Horizontal bars [start_ts, end_ts) per lane, colored by a category column."""
+    fig = go.Figure()
+    for category in frame[color].unique(maintain_order=True).to_list():
+        part = frame.filter(pl.col(color) == category)
+        starts = part["start_ts"].to_list()
+        widths = [(e - s).total_seconds() * 1000 for s, e in zip(starts, part["end_ts"].to_list())]
+        fig.add_bar(
+            base=starts, x=widths, y=part[lane].cast(pl.String).to_list(), orientation="h",
+            name=str(category), marker_color=colors.get(str(category), "#999"),
+            customdata=part[hover].to_list() if hover else None,
+            hovertemplate=(f"{category}<br>%{{base|%Y-%m-%d %H:%M}} + %{{x:,.0f}} ms"
+                           + ("<br>%{customdata}" if hover else "") + "<extra></extra>"),
+        )
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(type="date", tickformat=TIME_TICKS)
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, height=height)
+
+
+def _with_gaps(samples: pl.DataFrame, bucket_s: int) -> pl.DataFrame:
+    """A null point after every bucket followed by a silence longer than twice the GPU's
+    usual spacing (at least two buckets), so a telemetry gap shows as a break in the line
+    instead of a straight segment, whatever the scrape interval."""
+    if samples.is_empty():
+        return samples
+    spaced = samples.sort("gpu", "bucket_ts").with_columns(
+        gap_s=(pl.col("bucket_ts").shift(-1).over("gpu") - pl.col("bucket_ts")).dt.total_seconds()
+    )
+    usual = spaced.group_by("gpu").agg(usual_s=pl.col("gap_s").median())
+    breaks = (
+        spaced.join(usual, on="gpu")
+        .filter(pl.col("gap_s") > pl.max_horizontal(2 * pl.col("usual_s"), pl.lit(2 * bucket_s)))
+        .select("gpu", (pl.col("bucket_ts") + pl.duration(seconds=bucket_s)).alias("bucket_ts"))
+    )
+    return pl.concat([samples, breaks], how="diagonal_relaxed").sort("gpu", "bucket_ts")
+
+
+def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str,
+               bucket_s: int = 900) -> go.Figure:
+    """One line per GPU (bucket means; gaps left empty); the node's anomaly spans shaded."""
+    fig = go.Figure()
+    samples = _with_gaps(samples, bucket_s)
+    for gpu in sorted(samples["gpu"].unique().to_list()):
+        part = samples.filter(pl.col("gpu") == gpu)
+        # numpy arrays: plotly validates and encodes them in one step (lists go point by point).
+        fig.add_scatter(x=_utc_naive(part["bucket_ts"]), y=part["value"].to_numpy(), mode="lines",
+                        name=f"gpu {gpu}", line={"width": 1.5})
+    horizon = samples["bucket_ts"].max() if not samples.is_empty() else None
+    for row in anomalies.iter_rows(named=True):
+        end: datetime | None = row["end_ts"] or horizon
+        if end is None:
+            continue
+        where = f"gpu {row['gpu']}" if row["gpu"] is not None else "node"
+        fig.add_vrect(x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=SEVERITY_COLORS.get(row["severity"], "#999"),
+                      opacity=0.15, line_width=0,
+                      annotation_text=f"{row['kind']} ({where})", annotation_position="top left",
+                      annotation_font_size=10)
+    fig.update_yaxes(title_text=metric_label)
+    return _layout(fig, metric_label, height=340)
+
+
+def goodput_breakdown(job: dict[str, float]) -> go.Figure:
+    """The job's wall time split into productive and badput categories (hours)."""
+    fig = go.Figure()
+    for category, color in CATEGORY_COLORS.items():
+        seconds = float(job.get(f"{category}_s") or 0.0)
+        fig.add_bar(x=[seconds / 3600], y=["wall"], orientation="h", name=category,
+                    marker_color=color,
+                    hovertemplate=f"{category}: %{{x:.2f}} h<extra></extra>")
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title_text="hours")
+    return _layout(fig, "Goodput breakdown of the job's wall time", height=200)
+
+
+def rank_heatmap(cells: pl.DataFrame) -> go.Figure:
+    """Rank × step slowdown ratio (rank time / median rank time of the step)."""
+    ranks = sorted(cells["rank"].unique().to_list())
+    steps = sorted(cells["step_bucket"].unique().to_list())
+    grid = cells.pivot(on="step_bucket", index="rank", values="ratio").sort("rank")
+    z = [[row.get(str(s)) for s in steps] for row in grid.iter_rows(named=True)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=steps, y=ranks, colorscale="RdYlGn_r", zmid=1.0,
+        colorbar={"title": "ratio"},
+        hovertemplate="rank %{y}<br>step %{x}<br>ratio %{z:.3f}<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="rank", autorange="reversed")
+    return _layout(fig, "Slowdown ratio per rank and step (1.0 = the step's median rank)",
+                   height=max(260, min(700, 14 * len(ranks) + 120)))

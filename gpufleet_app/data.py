@@ -1,0 +1,174 @@
+"""Read-only database access for the app: short-lived connections and cached results.
+
+DuckDB lets a process open the file for writing only while no other process has it
+open, even read-only. So the app never holds the file between page runs: a page run
+opens one read-only connection on its first cache miss and closes it when the run
+ends. Results are cached by (query, parameters, the file's fingerprint: size and
+mtime of the file and its WAL), so a compute that rewrites the file invalidates
+them. While a writer holds the lock, the app keeps showing the last numbers it read
+(and says so) instead of failing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import streamlit as st
+
+from pipelines.config import db_path
+from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError
+from pipelines.sql import query_pl
+from pipelines.store import connect
+
+Fingerprint = tuple[int, int, int, int]
+
+READ_RETRIES = 3
+"""Lock retries when opening read-only: 0.2 + 0.4 + 0.8 s, then show the last numbers read."""
+
+LAST_GOOD_ENTRIES = 512
+
+COMPUTE_HINT = "Run `gpufleet compute` (or `gpufleet demo --no-app` to build a demo fleet)."
+
+
+def database_path() -> Path:
+    """`$GPUFLEET_DB`, else `fleet.duckdb`, as the CLI resolves it."""
+    return db_path(None).resolve()
+
+
+def fingerprint(path: Path) -> Fingerprint | None:
+    """(size, mtime) of the file and of its WAL; None when the file does not exist."""
+    try:
+        main = path.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        wal = path.with_name(path.name + ".wal").stat()
+        wal_sig = (wal.st_size, wal.st_mtime_ns)
+    except FileNotFoundError:
+        wal_sig = (0, 0)
+    return (main.st_size, main.st_mtime_ns, *wal_sig)
+
+
+class Reader:
+    """One page run's view of the database: opens a read-only connection lazily, once."""
+
+    def __init__(self, path: Path, retries: int = READ_RETRIES) -> None:
+        self.path = path
+        self.retries = retries
+        self.fingerprint = fingerprint(path)
+        self.stale = False
+        """True when a writer held the lock and some results shown are from before it."""
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._busy = False
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        if self.fingerprint is None:
+            raise DatabaseMissingError(
+                f"Database `{self.path}` does not exist.",
+                "Create it with `gpufleet demo --no-app`, or point GPUFLEET_DB at your database.",
+            )
+        if self._busy:
+            raise DatabaseBusyError(f"Database `{self.path}` is locked by another process.")
+        if self._con is None:
+            try:
+                self._con = connect(self.path, read_only=True, retries=self.retries)
+            except DatabaseBusyError:
+                self._busy = True
+                raise
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def query(self, name: str, params: dict[str, Any] | None = None) -> pl.DataFrame:
+        """Rows of `queries/app/<name>.sql`, from the cache when the file has not changed."""
+        params = dict(params or {})
+        key = (str(self.path), name, _freeze(params))
+        try:
+            frame = _cached_query(name, params, str(self.path), self.fingerprint, self)
+        except DatabaseBusyError:
+            frame = _last_good_get(key)
+            if frame is None:
+                raise DatabaseBusyError(
+                    "The database is being updated by a running ingest or compute.",
+                    "Reload the page in a minute; the dashboard reads it again when the writer is done.",
+                ) from None
+            self.stale = True
+            return frame
+        _last_good_put(key, frame)
+        return frame
+
+
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _cached_query(
+    name: str, params: dict[str, Any], db: str, db_fingerprint: Fingerprint | None, _reader: Reader
+) -> pl.DataFrame:
+    # Keyed by (name, params, db path, fingerprint); `_reader` is not hashed (leading underscore).
+    return _run(_reader, name, params)
+
+
+def _run(reader: Reader, name: str, params: dict[str, Any]) -> pl.DataFrame:
+    try:
+        return query_pl(reader.connection(), f"app/{name}", params)
+    except duckdb.CatalogException as e:
+        raise GpufleetError(
+            "The database has not been computed yet (a derived table is missing).", COMPUTE_HINT
+        ) from e
+
+
+_last_good: OrderedDict[tuple, pl.DataFrame] = OrderedDict()
+_last_good_lock = threading.Lock()
+
+
+def _last_good_get(key: tuple) -> pl.DataFrame | None:
+    with _last_good_lock:
+        return _last_good.get(key)
+
+
+def _last_good_put(key: tuple, frame: pl.DataFrame) -> None:
+    with _last_good_lock:
+        _last_good[key] = frame
+        _last_good.move_to_end(key)
+        while len(_last_good) > LAST_GOOD_ENTRIES:
+            _last_good.popitem(last=False)
+
+
+def _freeze(params: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+_current: ContextVar[Reader | None] = ContextVar("gpufleet_reader", default=None)
+
+
+@contextmanager
+def page_run(path: Path | None = None) -> Iterator[Reader]:
+    """The reader for one page run; its connection is closed when the run ends."""
+    reader = Reader(path or database_path())
+    token = _current.set(reader)
+    try:
+        yield reader
+    finally:
+        _current.reset(token)
+        reader.close()
+
+
+def reader() -> Reader:
+    current = _current.get()
+    if current is None:
+        raise RuntimeError("gpufleet_app.data.reader() called outside page_run().")
+    return current
+
+
+def query(name: str, **params: Any) -> pl.DataFrame:
+    """Rows of `queries/app/<name>.sql` with `params` bound, for the current page run."""
+    return reader().query(name, params)

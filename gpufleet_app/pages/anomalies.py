@@ -1,0 +1,66 @@
+"""Anomalies: every finding, filterable, each row linking to its node or job."""
+
+import polars as pl
+import streamlit as st
+
+from gpufleet_app import data, ui
+
+SEVERITIES = ["*", "critical", "warn", "info"]
+STATUSES = {"*": "Open and closed", "open": "Open", "closed": "Closed"}
+
+st.title("Anomalies")
+filters = ui.week_and_cluster()
+ui.stale_notice()
+
+kinds = ["*", *data.query("anomaly_kinds")["kind"].to_list()]
+
+
+def _from_url(name: str, options: list[str]) -> int:
+    value = ui.url_param(name)
+    return options.index(value) if value in options else 0
+
+
+left, middle, right = st.columns(3)
+severity = left.selectbox("Severity", SEVERITIES, index=_from_url("severity", SEVERITIES),
+                          format_func=lambda s: "All severities" if s == "*" else s)
+kind = middle.selectbox("Kind", kinds, index=_from_url("kind", kinds),
+                        format_func=lambda k: "All kinds" if k == "*" else k)
+status = right.selectbox("Status", list(STATUSES), index=_from_url("status", list(STATUSES)),
+                         format_func=STATUSES.get)
+ui.set_url(severity=None if severity == "*" else severity, kind=None if kind == "*" else kind,
+           status=None if status == "*" else status)
+
+rows = data.query("anomaly_list", **filters.params(), severity=severity, kind=kind, status=status,
+                  node="*", job="*", all_time=False)
+if rows.is_empty():
+    st.success(f"No anomalies match in {filters.week} ({filters.cluster_label}).")
+else:
+    week = str(filters.week)
+    linked = rows.with_columns(
+        link=pl.when(pl.col("job_id").is_not_null())
+        .then(pl.lit("/jobs?job=") + pl.col("job_id"))
+        .otherwise(pl.lit("/nodes?node=") + pl.col("node") + pl.lit(f"&week={week}"))
+    )
+    st.caption(
+        f"{rows.height} anomalies overlapping {ui.week_label(week)}, {filters.cluster_label}; "
+        "open = still open at the week's end. Most severe first; click a row (or its link) to open it."
+    )
+    event = ui.table(
+        linked.select("severity", "kind", "entity_type", "node", "gpu", "job_id", "rank", "start_ts",
+                      "end_ts", "is_open", "score", "action", "impact_gpu_h", "evidence", "link"),
+                on_select="rerun",
+        selection_mode="single-row",
+        key="anomaly_table",
+        column_config={
+            "start_ts": st.column_config.DatetimeColumn("start (UTC)", format="YYYY-MM-DD HH:mm"),
+            "end_ts": st.column_config.DatetimeColumn("end (UTC)", format="YYYY-MM-DD HH:mm"),
+            "is_open": st.column_config.CheckboxColumn("open"),
+            "impact_gpu_h": st.column_config.NumberColumn("impact GPU-h", format="%.1f"),
+            "link": st.column_config.LinkColumn("open", display_text="open ↗"),
+        },
+    )
+    if event.selection.rows:
+        row = rows.row(event.selection.rows[0], named=True)
+        if row["job_id"]:
+            st.switch_page(ui.JOBS, query_params={"job": row["job_id"]})
+        st.switch_page(ui.NODES, query_params={"node": row["node"], "week": week})

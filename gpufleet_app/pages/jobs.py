@@ -1,0 +1,178 @@
+"""Jobs: the week's jobs, and one job's drill-down (`/jobs?job=j-123`)."""
+
+import polars as pl
+import streamlit as st
+
+from gpufleet_app import charts, data, fmt, ui
+
+HEATMAP_MAX_COLUMNS = 200
+OUTCOMES = {
+    "*": "All outcomes",
+    "failed": "Failed (counts against success)",
+    "succeeded": "Succeeded",
+    "node_fail": "node_fail",
+    "timeout": "timeout",
+    "oom": "oom",
+    "cancelled": "cancelled",
+    "preempted": "preempted",
+    "running": "running",
+}
+
+
+def attempts_gpus_per_host(attempts: pl.DataFrame) -> int | None:
+    """GPUs per node of the job (its GPUs / its nodes), when every node holds the same share."""
+    if attempts.is_empty():
+        return None
+    row = attempts.row(-1, named=True)
+    nodes = len(row["nodes"] or [])
+    gpus = row.get("num_gpus")
+    return gpus // nodes if nodes and gpus and gpus % nodes == 0 else None
+
+
+def job_table(filters: ui.Filters) -> None:
+    asked = ui.url_param("outcome") or "*"
+    if asked not in OUTCOMES:
+        asked = "*"
+    outcome = st.selectbox("Outcome", list(OUTCOMES), index=list(OUTCOMES).index(asked),
+                           format_func=OUTCOMES.get)
+    ui.set_url(outcome=None if outcome == "*" else outcome)
+    jobs = data.query("job_table", **filters.params(), outcome=outcome)
+    if jobs.is_empty():
+        st.info(f"No jobs ended in {filters.week} ({filters.cluster_label}) with this outcome.")
+        return
+    st.caption(
+        f"{len(jobs)} jobs that ended in {ui.week_label(str(filters.week))} or were still running, "
+        f"{filters.cluster_label}; largest first. Click a row to open the job."
+    )
+    event = ui.table(
+        jobs.select(
+            "job_id", "name", "user", "final_state", "failure_class", "crash_loop", "attempts",
+            "num_gpus", "gpu_hours", (pl.col("goodput") * 100).alias("goodput_pct"),
+            (pl.col("ettr") * 100).alias("ettr_pct"), "straggler_ranks", "end_ts",
+        ),
+                on_select="rerun",
+        selection_mode="single-row",
+        key="job_table",
+        column_config={
+            "final_state": st.column_config.TextColumn("outcome"),
+            "num_gpus": st.column_config.NumberColumn("GPUs"),
+            "gpu_hours": st.column_config.NumberColumn("GPU-h", format="%.1f"),
+            "goodput_pct": st.column_config.NumberColumn("goodput", format="%.1f %%"),
+            "ettr_pct": st.column_config.NumberColumn("ETTR", format="%.1f %%"),
+            "straggler_ranks": st.column_config.NumberColumn("straggler ranks"),
+            "end_ts": st.column_config.DatetimeColumn("ended (UTC)", format="YYYY-MM-DD HH:mm"),
+        },
+    )
+    if event.selection.rows:
+        ui.set_url(job=jobs["job_id"][event.selection.rows[0]])
+        st.rerun()
+
+
+def job_detail(job_id: str) -> None:
+    info = data.query("job_info", job=job_id)
+    st.page_link(ui.JOBS, label="All jobs", icon=":material/arrow_back:")
+    if info.is_empty():
+        st.warning(f"Job `{job_id}` is not in the database (table `jobs`).")
+        return
+    job = info.row(0, named=True)
+    verdict = job["final_state"] or job["state"]
+    if job["failure_class"]:
+        verdict += f" · {job['failure_class']} failure"
+    if job["crash_loop"]:
+        verdict += " · crash-looping on a bug: retrying will not help"
+    st.caption(
+        f"{job['name'] or ''} · user {job['user'] or '?'} · team {job['team'] or '?'} · "
+        f"{job['num_gpus']} GPUs · submitted {fmt.timestamp(job['submit_ts'])} · "
+        f"ended {fmt.timestamp(job['end_ts'])}"
+    )
+    (st.error if job["failure_class"] in ("hardware", "software") else st.info)(f"Outcome: {verdict}")
+
+    columns = st.columns(6)
+    columns[0].metric("Goodput", fmt.pct(job["goodput"]), border=True,
+                      help="Productive time / wall time (first attempt start to job end).")
+    columns[1].metric("ETTR", fmt.pct(job["ettr"]), border=True,
+                      help="Productive time / (job end − submit), queueing included.")
+    columns[2].metric("Wall time", fmt.hours(None if job["wall_s"] is None else job["wall_s"] / 3600),
+                      border=True, help="First attempt start to job end, recovery gaps included.")
+    columns[3].metric("GPU-hours", fmt.number(job["gpu_hours"]), border=True)
+    columns[4].metric("Attempts", job["attempts"] if job["attempts"] is not None else fmt.MISSING,
+                      border=True)
+    columns[5].metric("Straggler drag", fmt.compact_s(job["straggler_drag_s"]), border=True,
+                      help="Sum over steps of (slowest rank − median rank): the cost of the slowest rank.")
+
+    segments = data.query("job_segments", job=job_id)
+    attempts = data.query("job_attempts", job=job_id)
+    st.subheader("Attempts")
+    if not segments.is_empty():
+        st.plotly_chart(
+            charts.timeline(segments, "lane", "category", charts.CATEGORY_COLORS,
+                            "Attempts timeline (goodput categories)",
+                            height=140 + 35 * segments["lane"].n_unique()),
+            key="attempts_timeline",
+        )
+    if not attempts.is_empty():
+        ui.table(
+            attempts.select("attempt", "start_ts", "end_ts", "state", "exit_code", "reason",
+                            "failure_class", "hardware_signal", "nodes", "steps"),
+                    )
+    if job["wall_s"] is not None:
+        st.plotly_chart(charts.goodput_breakdown(job), key="goodput_breakdown")
+        st.caption(" · ".join(
+            f"{c} {fmt.duration_s(job[f'{c}_s'])}" for c in charts.CATEGORY_COLORS
+        ) + f" = wall {fmt.duration_s(job['wall_s'])}")
+
+    ranks = data.query("job_ranks", job=job_id)
+    with_steps = attempts.filter(pl.col("steps") > 0)["attempt"].to_list() if attempts.height else []
+    st.subheader("Ranks")
+    if not with_steps:
+        st.info("This job logged no per-rank step timings.")
+        return
+    attempt = with_steps[-1]
+    if len(with_steps) > 1:
+        asked = ui.url_param("attempt")
+        wanted = int(asked) if asked and asked.isdigit() and int(asked) in with_steps else attempt
+        attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
+        ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
+    cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)
+    st.plotly_chart(charts.rank_heatmap(cells), key="rank_heatmap")
+    stragglers = ranks.filter(pl.col("is_straggler"))
+    if stragglers.is_empty():
+        st.success("No straggler rank: no rank is consistently slower than its peers.")
+    else:
+        gpus_per_host = attempts_gpus_per_host(attempts)
+        lines = []
+        for node, ranks in stragglers.group_by("node", maintain_order=True):
+            listed = ", ".join(f"rank {r['rank']} (gpu {r['gpu']})" for r in ranks.iter_rows(named=True))
+            whole_host = gpus_per_host and ranks["gpu"].n_unique() >= gpus_per_host
+            verdict = (" — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
+                       if whole_host else "")
+            lines.append(f"- **{node[0]}**: {listed}{verdict}")
+        st.warning(f"{stragglers.height} straggler rank(s):\n" + "\n".join(lines))
+    ui.table(
+        ranks.head(32).with_columns(
+            (pl.col("slowest_share") * 100).alias("slowest_share_pct")
+        ).select("attempt", "rank", "node", "gpu", "steps", "median_ratio", "p95_ratio",
+                 "slowest_share_pct", "drag_s", "relative_score", "p_value", "is_straggler"),
+                column_config={
+            "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
+            "p95_ratio": st.column_config.NumberColumn("p95 ratio", format="%.3f"),
+            "slowest_share_pct": st.column_config.NumberColumn("slowest in % of steps", format="%.1f %%"),
+            "drag_s": st.column_config.NumberColumn("drag s", format="%.1f"),
+            "relative_score": st.column_config.NumberColumn("relative score (NVRx)", format="%.3f"),
+            "p_value": st.column_config.NumberColumn("p-value", format="%.2e"),
+            "is_straggler": st.column_config.CheckboxColumn("straggler"),
+        },
+    )
+    st.caption("Stragglers first, then slowest median ratio; at most 32 ranks shown.")
+
+
+selected = ui.url_param("job")
+st.title(f"Job {selected}" if selected else "Jobs")
+if selected:
+    ui.require_computed()
+    ui.stale_notice()
+    job_detail(selected)
+else:
+    filters = ui.week_and_cluster()
+    ui.stale_notice()
+    job_table(filters)

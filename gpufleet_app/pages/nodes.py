@@ -1,0 +1,173 @@
+"""Nodes: the week's node table, and one node's drill-down (`/nodes?node=gpu-017&week=2026-W48`)."""
+
+import polars as pl
+import streamlit as st
+
+from gpufleet_app import charts, data, fmt, ui
+
+# DCGM fields the drill-down can chart, with units (dcgm-exporter names).
+GPU_METRICS = {
+    "DCGM_FI_DEV_SM_CLOCK": "SM clock (MHz)",
+    "DCGM_FI_DEV_POWER_USAGE": "Power (W)",
+    "DCGM_FI_DEV_GPU_TEMP": "GPU temperature (°C)",
+    "DCGM_FI_DEV_GPU_UTIL": "GPU utilisation (%)",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "Tensor pipe active (0-1)",
+    "DCGM_FI_DEV_MEMORY_TEMP": "Memory temperature (°C)",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "ECC single-bit errors (count)",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ECC double-bit errors (count)",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "PCIe replays (count)",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "Row remap failure (0/1)",
+    "DCGM_FI_DEV_XID_ERRORS": "Last XID (code)",
+    "DCGM_FI_DEV_FB_USED": "Framebuffer used (MiB)",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "NVLink bandwidth (total)",
+    "DCGM_FI_DEV_MEM_CLOCK": "Memory clock (MHz)",
+}
+METRIC_BUCKET_S = 900  # 15-minute averages: 672 points per GPU for a week
+
+
+def node_table(filters: ui.Filters) -> None:
+    nodes = data.query("node_table", **filters.params())
+    if nodes.is_empty():
+        st.info(f"No node data for {filters.week} ({filters.cluster_label}).")
+        return
+    st.caption(
+        f"{len(nodes)} nodes, {ui.week_label(str(filters.week))}, {filters.cluster_label}. "
+        "Worst first; click a column header to sort, a row to open the node."
+    )
+    event = ui.table(
+        nodes.select(
+            "node", "cluster", "gpu_model", (pl.col("availability") * 100).alias("availability_pct"),
+            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "open_anomalies", "straggler_jobs",
+            pl.col("ladder_step").fill_null("—"),
+        ),
+                on_select="rerun",
+        selection_mode="single-row",
+        key="node_table",
+        column_config={
+            "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
+            "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
+            "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
+            "open_anomalies": st.column_config.NumberColumn("open anomalies"),
+            "straggler_jobs": st.column_config.NumberColumn("straggler appearances"),
+            "ladder_step": st.column_config.TextColumn("ladder step"),
+        },
+    )
+    if event.selection.rows:
+        ui.set_url(node=nodes["node"][event.selection.rows[0]])
+        st.rerun()
+
+
+def node_detail(node: str, filters: ui.Filters) -> None:
+    params = {**filters.params(), "node": node}
+    info = data.query("node_info", node=node)
+    if info.is_empty():
+        st.warning(f"Node `{node}` is not in the fleet inventory (table `nodes`).")
+        return
+    inv = info.row(0, named=True)
+    st.page_link(ui.NODES, label="All nodes", icon=":material/arrow_back:",
+                 query_params={"week": str(filters.week)})
+    st.caption(
+        f"{inv['cluster']} · {inv['instance_type'] or 'unknown instance type'} · "
+        f"{inv['gpu_count']} × {inv['gpu_model'] or 'GPU'} · {ui.week_label(str(filters.week))}"
+    )
+    table = data.query("node_table", **{**filters.params(), "cluster": "*"})
+    row = table.filter(pl.col("node") == node)
+    summary = row.row(0, named=True) if row.height else {}
+    columns = st.columns(5)
+    columns[0].metric("Availability", fmt.pct(summary.get("availability")), border=True)
+    columns[1].metric("Unavailable GPU-h", fmt.number(summary.get("unavailable_gpu_h")), border=True)
+    columns[2].metric("Unknown GPU-h", fmt.number(summary.get("unknown_gpu_h")), border=True)
+    columns[3].metric("Open anomalies", summary.get("open_anomalies", 0), border=True)
+    columns[4].metric("Ladder step", summary.get("ladder_step") or "none", border=True,
+                      help="Highest remediation step its open anomalies call for: "
+                           "watch → cordon → drain → reset_gpu → reboot → replace.")
+
+    states = data.query("node_states", **params)
+    if states.is_empty():
+        st.info("No state intervals for this node this week.")
+    else:
+        states = states.with_columns(lane=pl.lit(node))
+        st.plotly_chart(
+            charts.timeline(states, "lane", "state", charts.STATE_COLORS, "State timeline",
+                            hover="reason", height=200),
+            key="state_timeline",
+        )
+        lost = states.filter(pl.col("state") != "available")
+        if lost.height:
+            with st.expander(f"{lost.height} intervals not available"):
+                ui.table(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
+                             )
+
+    conditions = data.query("node_conditions", **params)
+    st.subheader("Condition history")
+    if conditions.is_empty():
+        st.info("No condition samples for this node this week.")
+    else:
+        st.plotly_chart(
+            charts.timeline(conditions, "condition", "status",
+                            {"True": "#2ca02c", "False": "#d62728", "Unknown": "#7f7f7f"},
+                            "Conditions (status runs)", hover="reason",
+                            height=120 + 40 * conditions["condition"].n_unique()),
+            key="condition_timeline",
+        )
+        changes = conditions.filter(pl.len().over("condition") > 1)
+        if changes.height:
+            ui.table(changes.select("condition", "status", "reason", "start_ts", "end_ts"),
+                         )
+
+    st.subheader("GPU telemetry (DCGM)")
+    anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
+                           all_time=False)
+    fields = list(GPU_METRICS)
+    asked = ui.url_param("metric")
+    metric = st.selectbox("Field", fields, index=fields.index(asked) if asked in fields else 0,
+                          format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
+    ui.set_url(metric=None if metric == fields[0] else metric)
+    samples = data.query("node_metric", **params, metric=metric, bucket_s=METRIC_BUCKET_S)
+    if samples.is_empty():
+        st.info(f"No `{metric}` samples from this node this week.")
+    else:
+        st.plotly_chart(charts.gpu_metric(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S), key="gpu_metric")
+        st.caption("15-minute averages per GPU; a break in a line is a telemetry gap. Shaded bands "
+                   "are the node's anomalies (red critical, yellow warn, blue info).")
+
+    left, right = st.columns(2)
+    left.subheader("Anomalies")
+    if anomalies.is_empty():
+        left.success("No anomalies this week.")
+    else:
+        ui.table(container=left, frame=anomalies.select("severity", "kind", "gpu", "start_ts", "end_ts", "action",
+                                        "impact_gpu_h", "evidence"))
+    right.subheader("XID and GPU events")
+    events = data.query("node_events", **params)
+    if events.is_empty():
+        right.success("No GPU events this week.")
+    else:
+        ui.table(container=right, frame=events.select("ts", "gpu", "kind", "code", "message"))
+
+    st.subheader("Jobs that ran here")
+    jobs = data.query("node_jobs", **params)
+    if jobs.is_empty():
+        st.info("No job attempts on this node this week.")
+        return
+    st.caption("Click a row to open the job.")
+    event = ui.table(
+        jobs.select("job_id", "name", "attempt", "start_ts", "end_ts", "attempt_state",
+                    "failure_class", "hardware_signal", "final_state", "nodes", "gpu_h"),
+                on_select="rerun",
+        selection_mode="single-row",
+        key="node_jobs",
+        column_config={"gpu_h": st.column_config.NumberColumn("GPU-h", format="%.1f")},
+    )
+    if event.selection.rows:
+        st.switch_page(ui.JOBS, query_params={"job": jobs["job_id"][event.selection.rows[0]]})
+
+
+selected = ui.url_param("node")
+st.title(f"Node {selected}" if selected else "Nodes")
+filters = ui.week_and_cluster(with_cluster=not selected)
+ui.stale_notice()
+if selected:
+    node_detail(selected, filters)
+else:
+    node_table(filters)

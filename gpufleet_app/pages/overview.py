@@ -1,0 +1,135 @@
+"""Fleet overview: the weekly reliability review on one page."""
+
+import polars as pl
+import streamlit as st
+
+from gpufleet_app import charts, data, fmt, ui
+from gpufleet_app.kpis import KPIS
+
+st.title("Fleet overview")
+filters = ui.week_and_cluster()
+params = filters.params()
+ui.stale_notice()
+
+# KPI row with week-over-week deltas
+summary = data.query("kpis", **params) if ui.has_table("weekly_summary") else None
+if summary is None:
+    st.warning("The weekly summary is not computed yet: run `gpufleet compute` for the KPI row.")
+    summary = pl.DataFrame({"week": []}, schema={"week": pl.String})
+this_week = summary.filter(pl.col("week") == str(filters.week))
+last_week = summary.filter(pl.col("week") == str(filters.week.previous()))
+current = this_week.row(0, named=True) if this_week.height else {}
+previous = last_week.row(0, named=True) if last_week.height else {}
+if not current and summary.columns != ["week"]:
+    st.warning(
+        f"No weekly summary for {filters.week} ({filters.cluster_label}). "
+        "Run `gpufleet compute` to build it."
+    )
+st.caption(
+    f"{ui.week_label(str(filters.week))}, {filters.cluster_label}. "
+    f"Deltas compare with {filters.week.previous()}."
+)
+for row_start in range(0, len(KPIS), 4):
+    for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
+        value = current.get(kpi.column)
+        column.metric(
+            kpi.label,
+            kpi.value(value),
+            kpi.change(value, previous.get(kpi.column)),
+            delta_color="normal" if kpi.higher_is_better else "inverse",
+            help=kpi.help,
+            border=True,
+        )
+
+# Daily trends
+daily = data.query("daily_trend", **params)
+left, right = st.columns(2)
+if daily.is_empty():
+    left.info("No daily availability rows for this week.")
+else:
+    left.plotly_chart(charts.availability_trend(daily), key="availability_trend")
+    right.plotly_chart(charts.jobs_trend(daily), key="jobs_trend")
+
+# Goodput stack and failure Pareto
+left, right = st.columns(2)
+stack = data.query("goodput_stack", **params).row(0, named=True)
+if not stack["clusters"]:
+    left.info("No goodput stack for this week.")
+else:
+    left.plotly_chart(charts.goodput_waterfall(stack), key="goodput_waterfall")
+    left.caption(
+        f"Fleet goodput = productive / allocated = {fmt.gpu_hours(stack['productive_gpu_h'])} / "
+        f"{fmt.gpu_hours(stack['allocated_gpu_h'])} = **{fmt.pct(stack['goodput'])}**."
+    )
+pareto = data.query("failure_pareto", **params)
+if pareto.is_empty():
+    right.success("No failed attempts ended this week.")
+else:
+    right.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
+
+# Top offending nodes and open anomalies
+left, right = st.columns([3, 2])
+nodes = data.query("node_table", **params)
+offenders = nodes.filter(
+    (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
+).head(10)
+left.subheader("Top offending nodes")
+if offenders.is_empty():
+    left.success("No node lost GPU-hours or raised an anomaly this week.")
+else:
+    left.caption("Ranked by GPU-hours unavailable + unknown. Click a row to open the node.")
+    event = ui.table(
+        offenders.select(
+            "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
+            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
+        ),
+        container=left,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="top_nodes",
+        column_config={
+            "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
+            "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
+            "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
+            "ladder_step": st.column_config.TextColumn("next step"),
+        },
+    )
+    if event.selection.rows:
+        node = offenders["node"][event.selection.rows[0]]
+        st.switch_page(ui.NODES, query_params={"node": node, "week": str(filters.week)})
+
+open_anomalies = data.query(
+    "anomaly_list", **params, severity="*", kind="*", status="open", node="*", job="*",
+    all_time=False,
+)
+right.subheader("Open anomalies")
+counts = dict(open_anomalies.group_by("severity").len().iter_rows())
+for column, severity in zip(right.columns(3), ("critical", "warn", "info")):
+    column.metric(severity, counts.get(severity, 0), border=True)
+if not open_anomalies.is_empty():
+    right.caption(f"Open at the end of {filters.week}. Click a row to open its node or job.")
+    shown = open_anomalies.head(10)
+    event = ui.table(
+        shown.select(
+            "severity", "kind",
+            pl.when(pl.col("job_id").is_not_null())
+            .then(pl.format("{} rank {}", "job_id", "rank"))
+            .when(pl.col("gpu").is_not_null())
+            .then(pl.format("{} gpu {}", "node", "gpu"))
+            .otherwise(pl.col("node"))
+            .alias("entity"),
+            "start_ts", "action",
+        ),
+        container=right,
+        on_select="rerun",
+        selection_mode="single-row",
+        key="open_anomalies",
+        column_config={"start_ts": st.column_config.DatetimeColumn("since (UTC)", format="MM-DD HH:mm")},
+    )
+    if event.selection.rows:
+        row = shown.row(event.selection.rows[0], named=True)
+        if row["job_id"]:
+            st.switch_page(ui.JOBS, query_params={"job": row["job_id"]})
+        st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
+right.page_link(ui.ANOMALIES, label="All anomalies", icon=":material/arrow_forward:",
+                query_params={"week": str(filters.week), "status": "open"})

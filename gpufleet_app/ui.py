@@ -1,0 +1,174 @@
+"""Shared page parts: filters kept in the URL, the computed-database check, errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import polars as pl
+import streamlit as st
+
+from gpufleet_app import data
+from gpufleet_app.weeks import IsoWeek
+from pipelines.errors import GpufleetError
+
+ALL_CLUSTERS = "*"
+REQUIRED_VIEWS = (
+    "node_state_intervals", "node_availability_daily", "fleet_availability_daily", "job_outcomes",
+    "attempt_outcomes", "job_goodput", "goodput_segments", "goodput_stack", "rank_slowdown",
+    "anomalies",
+)
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+OVERVIEW = PAGES_DIR / "overview.py"
+NODES = PAGES_DIR / "nodes.py"
+JOBS = PAGES_DIR / "jobs.py"
+ANOMALIES = PAGES_DIR / "anomalies.py"
+
+
+class NothingToShow(GpufleetError):
+    """The database holds nothing this page can show yet (shown as info, not as an error)."""
+
+
+def show_error(error: GpufleetError) -> None:
+    if isinstance(error, NothingToShow):
+        st.info(error.title)
+    else:
+        st.error(error.title)
+    if error.hint:
+        st.markdown(error.hint)
+
+
+def url_param(name: str) -> str | None:
+    value = st.query_params.get(name)
+    return value or None
+
+
+def set_url(**params: str | None) -> None:
+    """Write the page's state into the URL (None removes a parameter)."""
+    for name, value in params.items():
+        if value is None:
+            if name in st.query_params:
+                del st.query_params[name]
+        elif st.query_params.get(name) != value:
+            st.query_params[name] = value
+
+
+def has_table(name: str) -> bool:
+    return name in set(data.query("tables")["table_name"].to_list())
+
+
+def require_computed() -> None:
+    """Stop with the command to run when the derived views are missing."""
+    present = set(data.query("tables")["table_name"].to_list())
+    missing = [v for v in REQUIRED_VIEWS if v not in present]
+    if missing:
+        raise NothingToShow(
+            f"The database has no computed metrics yet (`{missing[0]}` is missing).",
+            "Run `gpufleet compute` to build them, or `gpufleet demo --no-app` for a demo fleet.",
+        )
+
+
+@dataclass(frozen=True)
+class Filters:
+    week: IsoWeek
+    cluster: str
+    """A cluster name, or `*` for all clusters."""
+
+    def params(self) -> dict[str, object]:
+        return {**self.week.params(), "cluster": self.cluster}
+
+    @property
+    def cluster_label(self) -> str:
+        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {self.cluster}"
+
+
+def default_week(weeks: list[tuple[str, int]]) -> str:
+    """The newest full week (7 days of data), else the newest week."""
+    full = [w for w, days in weeks if days >= 7]
+    return full[0] if full else weeks[0][0]
+
+
+def week_and_cluster(*, with_cluster: bool = True) -> Filters:
+    """The ISO week picker and cluster filter, initialised from and written back to the URL."""
+    require_computed()
+    weeks_df = data.query("weeks")
+    if weeks_df.is_empty():
+        raise NothingToShow(
+            "The database holds no node availability data yet.",
+            "Load data and compute: `gpufleet demo --no-app`, or `gpufleet ingest ...` then "
+            "`gpufleet compute`.",
+        )
+    weeks = list(zip(weeks_df["week"].to_list(), weeks_df["days"].to_list()))
+    names = [w for w, _ in weeks]
+    wanted = url_param("week")
+    if wanted and wanted not in names:
+        st.warning(
+            f"No data for week `{wanted}`; showing {default_week(weeks)}. "
+            f"Weeks with data: {', '.join(names)}."
+        )
+        wanted = None
+    chosen = wanted or default_week(weeks)
+    left, right, _ = st.columns([3, 2, 4])
+    week = left.selectbox(
+        "ISO week (UTC)", names, index=names.index(chosen),
+        format_func=week_label,
+    )
+    cluster = ALL_CLUSTERS
+    if with_cluster:
+        clusters = data.query("clusters")["cluster"].to_list()
+        options = [ALL_CLUSTERS, *clusters]
+        asked = url_param("cluster")
+        if asked and asked not in options:
+            st.warning(f"Unknown cluster `{asked}`; showing all clusters.")
+            asked = None
+        cluster = right.selectbox(
+            "Cluster", options, index=options.index(asked or ALL_CLUSTERS),
+            format_func=lambda c: "All clusters" if c == ALL_CLUSTERS else c,
+        )
+    set_url(week=week, cluster=None if cluster == ALL_CLUSTERS else cluster)
+    return Filters(IsoWeek.parse(week), cluster)
+
+
+def week_label(week: str) -> str:
+    """`2026-W48 · 23 Nov–29 Nov 2026`."""
+    monday = IsoWeek.parse(week).monday
+    return f"{week} · {monday:%d %b}–{monday + timedelta(days=6):%d %b %Y}"
+
+
+def sidebar_status() -> None:
+    """Where the numbers come from and how fresh they are."""
+    reader = data.reader()
+    st.sidebar.caption(f"Database: `{reader.path.name}` (read-only)")
+    try:
+        status = data.query("data_status").row(0, named=True)
+    except GpufleetError:
+        return
+    if status["loaded_at"] is not None:
+        st.sidebar.caption(
+            f"Data version {status['data_version']}, last load {status['loaded_at']:%Y-%m-%d %H:%M} UTC"
+        )
+    if reader.stale:
+        st.sidebar.warning("A compute is writing the database; these are the numbers from before it.")
+
+
+def stale_notice() -> None:
+    if data.reader().stale:
+        st.info(
+            "The database is being updated by a running ingest or compute; showing the numbers "
+            "read before it started. Reload in a minute for the new ones."
+        )
+
+
+def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = None, **kwargs):
+    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute."""
+    config = {
+        name: st.column_config.DatetimeColumn(name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
+                                              format="YYYY-MM-DD HH:mm")
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Datetime)
+    }
+    config.update(column_config or {})
+    target = container or st
+    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config, **kwargs)

@@ -1,0 +1,124 @@
+"""Anomaly detection: every detector's findings become rows of the `anomalies` table.
+
+Detectors are SQL files under `queries/detect/` (thresholds and episodes: counters, XIDs, peers,
+NIC links, telemetry gaps, condition flapping, repeat offenders) plus Python for the statistics
+SQL cannot do (the straggler onset's change point). Each returns anomaly candidates with the
+columns of `CANDIDATE_SCHEMA`; `queries/detect/finalize.sql` turns them into `anomalies` rows
+(stable id, UUID, impact). `detect_anomalies` is the `gpufleet compute` step.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from pipelines.config import Settings
+from pipelines.detectors.stragglers import straggler_candidates
+from pipelines.sql import bind, load_sql, queries_dir
+
+SQL_DETECTORS: tuple[str, ...] = (
+    "xid",
+    "counters",
+    "peers",
+    "nic_links",
+    "telemetry_gaps",
+    "condition_flaps",
+)
+"""`queries/detect/<name>.sql` files run before the stragglers (order does not matter)."""
+
+CANDIDATE_SCHEMA: dict[str, str] = {
+    "entity_type": "VARCHAR",
+    "node": "VARCHAR",
+    "gpu": "SMALLINT",
+    "uuid": "VARCHAR",
+    "job_id": "VARCHAR",
+    "rank": "INTEGER",
+    "kind": "VARCHAR",
+    "start_ts": "TIMESTAMPTZ",
+    "end_ts": "TIMESTAMPTZ",
+    "detected_at": "TIMESTAMPTZ",
+    "score": "DOUBLE",
+    "severity": "VARCHAR",
+    "evidence": "VARCHAR",
+    "action": "VARCHAR",
+}
+
+LADDER: tuple[str, ...] = ("watch", "cordon", "drain", "reset_gpu", "reboot", "replace")
+"""The remediation ladder, mildest first."""
+
+
+def anomaly_kinds_path() -> str:
+    return str(queries_dir() / "data" / "anomaly_kinds.csv")
+
+
+def _kind_classes() -> dict[str, str]:
+    with open(anomaly_kinds_path(), newline="") as f:
+        return {row["kind"]: row["class"] for row in csv.DictReader(f)}
+
+
+KIND_CLASSES: dict[str, str] = _kind_classes()
+"""Anomaly kind -> class (hardware / infrastructure / straggler), from queries/data/anomaly_kinds.csv."""
+
+
+def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
+    """The latest instant any telemetry covers: open anomalies are open at this time."""
+    rows = con.execute(
+        """
+        SELECT greatest(
+            (SELECT max(ts) FROM gpu_samples), (SELECT max(ts) FROM node_samples),
+            (SELECT max(ts) FROM node_conditions), (SELECT max(ts) FROM gpu_events),
+            (SELECT max(end_ts) FROM rank_steps))
+        """
+    ).fetchall()
+    horizon = rows[0][0]
+    return horizon if horizon is not None else dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def detection_params(con: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, Any]:
+    """Settings' SQL parameters plus the data horizon and the anomaly kinds file."""
+    return settings.sql_params() | {
+        "horizon": data_horizon(con),
+        "anomaly_kinds": anomaly_kinds_path(),
+    }
+
+
+def _create_candidates(con: duckdb.DuckDBPyConnection) -> None:
+    columns = ", ".join(f"{name} {type_}" for name, type_ in CANDIDATE_SCHEMA.items())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE anomaly_candidates ({columns})")
+
+
+def _insert_sql(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    sql = load_sql(f"detect/{name}").strip().rstrip(";")
+    columns = ", ".join(CANDIDATE_SCHEMA)
+    con.execute(
+        f"INSERT INTO anomaly_candidates SELECT {columns} FROM ({sql}\n)", bind(sql, params)
+    )
+
+
+def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    frame = pl.DataFrame(rows).select(list(CANDIDATE_SCHEMA))  # noqa: F841 (read by DuckDB)
+    casts = ", ".join(f"CAST({name} AS {type_})" for name, type_ in CANDIDATE_SCHEMA.items())
+    con.execute(f"INSERT INTO anomaly_candidates SELECT {casts} FROM frame")
+
+
+def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """Refill `anomalies` from every detector (the `gpufleet compute` step)."""
+    params = detection_params(con, settings)
+    _create_candidates(con)
+    for name in SQL_DETECTORS:
+        _insert_sql(con, name, params)
+    _insert_rows(con, straggler_candidates(con, params))
+    _insert_sql(con, "repeat_offenders", params)
+    final = load_sql("detect/finalize").strip().rstrip(";")
+    con.execute("DELETE FROM anomalies")
+    con.execute(f"INSERT INTO anomalies {final}", bind(final, params))
+    con.execute("DROP TABLE anomaly_candidates")
+    # The kinds and their class, for SQL readers (job failure classes read `hardware` ones).
+    kinds = load_sql("detect/anomaly_kinds").strip().rstrip(";")
+    con.execute(f"CREATE OR REPLACE TABLE anomaly_kinds AS {kinds}", bind(kinds, params))

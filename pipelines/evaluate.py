@@ -1,0 +1,248 @@
+"""`gpufleet evaluate`: detection quality against the simulator's ground truth.
+
+For each seed: simulate a fleet (`faults="default"` adds the hard cases of
+`pipelines.detectors.scenarios`), load it into a scratch DuckDB file, run `gpufleet compute`,
+and match every finding to the ground truth:
+
+- a finding matches a fault when it names the same entity (same GPU, or a node-level finding on
+  the fault's node; same node; same job and rank) and its time span [start, end or horizon]
+  overlaps the fault's [start, end + `MATCH_SLACK_S`] (rates need a window to fall back);
+- a finding is a true positive when it matches a fault that is expected to produce its kind, or
+  allowed to (an XID 79 GPU also has a telemetry gap; a throttled GPU's rank straggles); any
+  other finding is a false positive, including every finding on a negative hard case;
+- recall of a kind = faults expecting that kind with a matching finding of it / faults expecting it;
+- time to detect = the matching finding's `detected_at` (in its evidence) minus the fault's start
+  (its end for an ECC fault's double-bit error and XID), floored at 0 (a change point may place an
+  onset a few steps early);
+- false positives per 1,000 GPU-days = false positives / (GPUs x days of telemetry) x 1,000.
+Counts are summed over seeds before dividing (never an average of ratios).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.config import Settings
+from pipelines.contract import LANDING_TABLES
+from pipelines.detectors import KIND_CLASSES
+
+MATCH_SLACK_S = 3600
+
+# truth kind -> (kinds it must produce (recall), kinds it may also produce (not false positives))
+EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "xid79_fell_off_bus": (frozenset({"xid"}), frozenset({"telemetry_gap", "straggler", "repeat_offender"})),
+    "ecc_dbe": (frozenset({"ecc_dbe", "xid", "ecc_sbe_rate"}), frozenset({"telemetry_gap", "straggler"})),
+    "thermal_throttle": (frozenset({"throttling", "temp_above_peers"}),
+                         frozenset({"straggler", "repeat_offender"})),
+    "nic_links_down": (frozenset({"nic_links_down"}), frozenset({"straggler", "repeat_offender"})),
+    "telemetry_gap": (frozenset({"telemetry_gap"}), frozenset()),
+    "condition_flap": (frozenset({"condition_flap"}), frozenset()),
+    "pcie_replay": (frozenset({"pcie_replay_rate"}), frozenset({"straggler"})),
+    "nvlink_errors": (frozenset({"nvlink_error_rate"}), frozenset({"straggler"})),
+    "row_remap_failure": (frozenset({"row_remap_failure"}), frozenset()),
+    "straggler": (frozenset({"straggler"}), frozenset({"repeat_offender"})),
+    "straggler_midrun": (frozenset({"straggler"}), frozenset({"repeat_offender"})),
+    "two_stragglers": (frozenset({"straggler"}), frozenset({"repeat_offender"})),
+}
+"""Faults not listed (crash_loop, preemption, the negative hard cases) expect no finding."""
+
+TTD_FROM_END: frozenset[tuple[str, str]] = frozenset({("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid")})
+"""(fault kind, finding kind) timed from the fault's end: an ECC fault's window starts when the
+single-bit rate starts rising; its double-bit error (and XID 48) happens at the end."""
+
+TARGET_PRECISION = 0.95
+TARGET_RECALL = 0.95
+
+
+@dataclass
+class KindTally:
+    findings: int = 0
+    true_positives: int = 0
+    truths: int = 0
+    detected: int = 0
+    ttd_s: list[float] = field(default_factory=list)
+
+
+@dataclass
+class SeedRun:
+    seed: int
+    anomalies: pl.DataFrame
+    truth: pl.DataFrame
+    gpu_days: float
+    horizon: Any
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`1..5` -> [1, 2, 3, 4, 5]; `1,3` -> [1, 3]; `7` -> [7]."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if ".." in part:
+            lo, hi = part.split("..", 1)
+            seeds.extend(range(int(lo), int(hi) + 1))
+        elif part:
+            seeds.append(int(part))
+    return seeds
+
+
+def run_seed(
+    seed: int, *, nodes: int, days: int, faults: str, settings: Settings, hard_cases: bool = True,
+    start: str = "2026-11-23",
+) -> SeedRun:
+    """Simulate, load into a scratch database, compute, and return findings and ground truth."""
+    from pipelines.compute import compute
+    from pipelines.detectors.scenarios import inject_hard_cases
+    from pipelines.simulate import SimulationConfig, simulate
+    from pipelines.store import TableInput, load_batch, open_store
+
+    frames = simulate(SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults))
+    if faults != "none" and hard_cases:
+        frames = inject_hard_cases(frames, seed)
+    truth = frames["ground_truth"]
+    with tempfile.TemporaryDirectory(prefix="gpufleet-eval-") as tmp:
+        con = open_store(Path(tmp) / "eval.duckdb")
+        try:
+            load_batch(
+                con,
+                [TableInput(t, frames[t].with_row_index("__row", offset=1), f"{t} (seed {seed})")
+                 for t in LANDING_TABLES],
+                f"evaluate seed {seed}",
+            )
+            compute(con, settings, force=True)
+            anomalies = con.sql("SELECT * FROM anomalies").pl()
+            gpus = con.sql("SELECT sum(gpu_count) FROM nodes").fetchall()[0][0] or 0
+            first, last = con.sql("SELECT min(ts), max(ts) FROM gpu_samples").fetchall()[0]
+        finally:
+            con.close()
+    days_covered = (last - first).total_seconds() / 86400 if first is not None else 0.0
+    return SeedRun(seed, anomalies, truth, gpus * days_covered, last)
+
+
+def _entity_matches(f: dict[str, Any], t: dict[str, Any]) -> bool:
+    kind = t["entity_type"]
+    if kind == "gpu":
+        return f["node"] == t["node"] and (f["gpu"] is None or f["gpu"] == t["gpu"])
+    if kind == "node":
+        return f["node"] == t["node"]
+    if kind == "rank":
+        return (f["job_id"] == t["job_id"] and f["rank"] == t["rank"]) or (
+            f["kind"] == "repeat_offender" and f["node"] == t["node"])
+    if kind == "job":
+        return f["job_id"] is not None and f["job_id"] == t["job_id"]
+    return False
+
+
+def _time_matches(f: dict[str, Any], t: dict[str, Any], horizon: Any) -> bool:
+    import datetime as dt
+
+    f_end = f["end_ts"] or horizon
+    t_end = (t["end_ts"] or horizon) + dt.timedelta(seconds=MATCH_SLACK_S)
+    return f["start_ts"] <= t_end and f_end >= t["start_ts"]
+
+
+def _detected_at(f: dict[str, Any]) -> Any:
+    import datetime as dt
+
+    raw = json.loads(f["evidence"] or "{}").get("detected_at")
+    return f["start_ts"] if raw is None else dt.datetime.fromisoformat(raw)
+
+
+def tally(runs: list[SeedRun]) -> dict[str, KindTally]:
+    tallies: dict[str, KindTally] = {}
+    for run in runs:
+        findings = run.anomalies.to_dicts()
+        truths = run.truth.to_dicts()
+        for f in findings:
+            t_kind = tallies.setdefault(f["kind"], KindTally())
+            t_kind.findings += 1
+            explained = any(
+                f["kind"] in (EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[0]
+                              | EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[1])
+                and _entity_matches(f, t) and _time_matches(f, t, run.horizon)
+                for t in truths
+            )
+            t_kind.true_positives += int(explained)
+        for t in truths:
+            expected, _ = EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))
+            for kind in expected:
+                t_kind = tallies.setdefault(kind, KindTally())
+                t_kind.truths += 1
+                hits = [f for f in findings if f["kind"] == kind and _entity_matches(f, t)
+                        and _time_matches(f, t, run.horizon)]
+                if hits:
+                    t_kind.detected += 1
+                    first = min(_detected_at(f) for f in hits)
+                    onset = t["end_ts"] if (t["kind"], kind) in TTD_FROM_END else t["start_ts"]
+                    t_kind.ttd_s.append(max(0.0, (first - onset).total_seconds()))
+    return tallies
+
+
+def summarise(runs: list[SeedRun]) -> dict[str, dict[str, Any]]:
+    """Per kind: precision, recall, median_ttd_s, fp_per_1k_gpu_days, class, and the counts."""
+    gpu_days = sum(r.gpu_days for r in runs)
+    out: dict[str, dict[str, Any]] = {}
+    for kind, t in sorted(tally(runs).items()):
+        fp = t.findings - t.true_positives
+        out[kind] = {
+            "class": KIND_CLASSES.get(kind, "hardware"),
+            "precision": None if t.findings == 0 else round(t.true_positives / t.findings, 4),
+            "recall": None if t.truths == 0 else round(t.detected / t.truths, 4),
+            "median_ttd_s": None if not t.ttd_s else round(statistics.median(t.ttd_s), 1),
+            "fp_per_1k_gpu_days": None if gpu_days == 0 else round(fp / gpu_days * 1000, 3),
+            "findings": t.findings,
+            "false_positives": fp,
+            "faults": t.truths,
+            "detected": t.detected,
+        }
+    return out
+
+
+def failures(summary: dict[str, dict[str, Any]], *, fault_free: bool = False) -> list[str]:
+    """Targets missed: precision and recall >= 0.95 per kind; no finding at all on a fault-free fleet."""
+    missed: list[str] = []
+    for kind, row in summary.items():
+        if fault_free and row["findings"]:
+            missed.append(f"{kind}: {row['findings']} findings on a fault-free fleet")
+        if row["precision"] is not None and row["precision"] < TARGET_PRECISION:
+            missed.append(f"{kind}: precision {row['precision']}")
+        if row["recall"] is not None and row["recall"] < TARGET_RECALL:
+            missed.append(f"{kind}: recall {row['recall']}")
+    return missed
+
+
+def evaluate(
+    seeds: list[int], *, nodes: int, days: int, faults: str = "default", settings: Settings | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, dict[str, Any]], float]:
+    """Run every seed; return the per-kind summary and the GPU-days evaluated."""
+    runs = []
+    for seed in seeds:
+        if progress:
+            progress(f"seed {seed}")
+        runs.append(run_seed(seed, nodes=nodes, days=days, faults=faults, settings=settings or Settings()))
+    return summarise(runs), sum(r.gpu_days for r in runs)
+
+
+def format_table(summary: dict[str, dict[str, Any]]) -> str:
+    def fmt(value: Any, pattern: str) -> str:
+        return "-" if value is None else format(value, pattern)
+
+    header = (f"{'kind':<20} {'class':<15} {'precision':>9} {'recall':>7} {'median TTD':>11} "
+              f"{'FP/1k GPU-d':>11} {'findings':>8} {'faults':>6}")
+    lines = [header, "-" * len(header)]
+    for kind, row in summary.items():
+        ttd = row["median_ttd_s"]
+        lines.append(
+            f"{kind:<20} {row['class']:<15} {fmt(row['precision'], '.3f'):>9} {fmt(row['recall'], '.3f'):>7} "
+            f"{'-' if ttd is None else f'{ttd / 60:.1f} min':>11} {fmt(row['fp_per_1k_gpu_days'], '.2f'):>11} "
+            f"{row['findings']:>8} {row['faults']:>6}"
+        )
+    return "\n".join(lines)

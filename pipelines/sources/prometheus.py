@@ -1,0 +1,1042 @@
+"""Prometheus source: dcgm-exporter, kube-state-metrics and node-exporter series from any
+Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics).
+
+Raw samples, not evaluations: every query is a range selector `selector[<d>ms]` evaluated
+once at the end of a time chunk through the instant query API (as prometheus-api-client's
+`get_metric_range_data` does). `query_range` would evaluate at each step and fill a
+telemetry gap with the last sample for up to the lookback delta, hiding the very gaps that
+make a node `unknown`.
+
+Time chunks are half-open `[a, b)`: the selector is evaluated at `b - 1 ms` over `b - a`
+and samples outside `[a, b)` are dropped, which is exact whether the server treats range
+selectors as left-open (Prometheus 3) or closed (Prometheus 2). A stored watermark per
+query (table `ingest_watermarks`) is the end of the last chunk loaded, so a re-run fetches
+only what is new. A run is one transaction: fetched chunks are staged in temporary tables
+and loaded, with the new watermarks, all at once or not at all.
+
+`downsample_s` is the explicit push-down for fleets whose raw samples do not fit one
+machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step]`
+(`max` for counters, `avg` for gauges, `last` for states), computed by the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import duckdb
+import numpy as np
+import polars as pl
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from pipelines.contract import NATURAL_KEYS
+from pipelines.errors import ConfigError, SourceError
+from pipelines.store import ROW_COLUMN, LoadResult, TableInput, ensure_schema, load_batch, quote_ident
+
+MAX_POINTS_PER_SERIES = 11_000
+"""Prometheus refuses a query whose result has more points than this per series."""
+
+DEFAULT_GPU_METRICS: tuple[str, ...] = (
+    # In dcgm-exporter's default counters file:
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_MEMORY_TEMP",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+    # Off in the default counters file; enable them (docs/sources.md):
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_POWER_VIOLATION",
+    "DCGM_FI_DEV_THERMAL_VIOLATION",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+)
+
+DEFAULT_NODE_METRICS: dict[str, dict[str, str]] = {
+    # node-exporter's infiniband collector: state_id 4 is ACTIVE; one series per device and port.
+    "nic_links_up": {"selector": "node_infiniband_state_id", "sample_sql": "CAST(value = 4 AS DOUBLE)"},
+    "nic_link_errors_total": {
+        "selector": '{__name__=~"node_infiniband_(symbol_error|link_error_recovery|link_downed'
+        '|port_errors_received)_total"}',
+        "sample_sql": "value",
+    },
+}
+
+_COUNTER_HINTS = ("_TOTAL", "VIOLATION", "COUNTER", "REMAPPED_ROWS", "_total")
+
+
+@dataclass(frozen=True)
+class PrometheusSettings:
+    """The `[prometheus]` section of `gpufleet.toml`: which series land where, and how to fetch."""
+
+    chunk_s: int = 21600
+    """Length of one range fetch, seconds (capped so no series exceeds 11,000 points). Longer
+    chunks mean fewer requests (faster) but bigger responses: 6 h of a 512-GPU fleet scraped
+    every 30 s is ~370k samples per response."""
+    scrape_interval_s: float = 30.0
+    """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
+    timeout_s: float = 60.0
+    settle_s: int = 120
+    """Never read closer than this to now: samples still in flight (a scrape being appended,
+    remote-write lag in Mimir or Thanos receive) would otherwise fall behind the watermark."""
+    compress: bool = True
+    """Ask for gzip responses: less network, more CPU on both ends. Off for a server on the same host or LAN."""
+    retries: int = 4
+    """Retries of a request that timed out, could not connect or got HTTP 5xx."""
+    backoff_s: float = 1.0
+    """First retry delay, seconds; doubles each retry."""
+    node_labels: list[str] = field(default_factory=lambda: ["node", "Hostname", "hostname", "instance"])
+    """Labels naming the node, first present wins (`instance` loses its `:port`)."""
+    matchers: str = ""
+    """Extra label matchers for the dcgm-exporter selectors, e.g. `job="dcgm-exporter"`."""
+    gpu_metrics: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_METRICS))
+    xid_count_metric: str = "DCGM_EXP_XID_ERRORS_COUNT"
+    """XIDs per code in a sliding window (label `xid`): a rise is an XID event. Empty: off."""
+    xid_last_metric: str = "DCGM_FI_DEV_XID_ERRORS"
+    """The last XID of a GPU: a change to a non-zero value is an XID event. Empty: off."""
+    xid_seed_lookback_s: int = 900
+    """How far before a chunk to look for the previous XID value (to detect a change)."""
+    condition_metric: str = "kube_node_status_condition"
+    unschedulable_metric: str = "kube_node_spec_unschedulable"
+    cluster: str = "default"
+    """Cluster name for nodes whose series carry no `cluster` label."""
+    cluster_label: str = "cluster"
+    gpu_count_labels: list[str] = field(default_factory=lambda: ["label_nvidia_com_gpu_count"])
+    gpu_model_labels: list[str] = field(default_factory=lambda: ["label_nvidia_com_gpu_product"])
+    instance_type_labels: list[str] = field(
+        default_factory=lambda: [
+            "label_node_kubernetes_io_instance_type",
+            "label_beta_kubernetes_io_instance_type",
+        ]
+    )
+    nic_expected_label: str = "label_gpufleet_io_nic_expected"
+    nic_expected_by_instance_type: dict[str, int] = field(default_factory=dict)
+    """Links each instance type should have up, e.g. `{"p5.48xlarge" = 32}`."""
+    inventory_lookback_s: int = 3600
+    """The node inventory is the newest label set seen this long before the end."""
+    node_metrics: dict[str, dict[str, str]] = field(default_factory=lambda: dict(DEFAULT_NODE_METRICS))
+    """Canonical node metric → `{selector, sample_sql}` (raw samples, `sample_sql` per sample,
+    summed per node and timestamp) or `{promql}` (evaluated at the scrape interval)."""
+    downsample_functions: dict[str, str] = field(default_factory=dict)
+    """Per-metric `_over_time` function for `--downsample`, overriding max/avg/last."""
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any]) -> PrometheusSettings:
+        values = dict(extra.get("prometheus", {}))
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(
+                f"Unknown setting `prometheus.{unknown[0]}`.",
+                f"Known settings in [prometheus]: {', '.join(sorted(known))}.",
+            )
+        if "node_metrics" in values:
+            merged = dict(DEFAULT_NODE_METRICS)
+            merged.update(values["node_metrics"])
+            values["node_metrics"] = merged
+        for name, spec in values.get("node_metrics", {}).items():
+            if not isinstance(spec, dict) or not ({"selector", "promql"} & set(spec)):
+                raise ConfigError(
+                    f"`prometheus.node_metrics.{name}` needs a `selector` or a `promql` key.",
+                    'Example: nic_links_up = { selector = "node_infiniband_state_id", '
+                    'sample_sql = "CAST(value = 4 AS DOUBLE)" }',
+                )
+        try:
+            return cls(**values)
+        except TypeError as e:
+            raise ConfigError(f"Invalid [prometheus] section: {e}") from e
+
+
+# ---------------------------------------------------------------- time arguments
+
+_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """RFC 3339 (`2026-11-23T00:00:00Z`), `now`, or relative to now (`-7d`, `-90m`), as UTC.
+
+    A timestamp without an offset is taken as UTC.
+    """
+    now = now or datetime.now(UTC)
+    text = text.strip()
+    if text == "now":
+        return now
+    match = _RELATIVE.match(text)
+    if match:
+        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
+    try:
+        parsed = datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError:
+        raise ConfigError(
+            f"`{text}` is not a time.",
+            "Use RFC 3339 (2026-11-23T00:00:00Z), `now`, or a relative time such as -7d, -12h, -30m.",
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _ms(t: datetime) -> int:
+    return round(t.timestamp() * 1000)
+
+
+def _dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def chunks(start_ms: int, end_ms: int, chunk_ms: int) -> list[tuple[int, int]]:
+    """Half-open `[a, b)` chunks covering `[start_ms, end_ms)` exactly, none empty."""
+    if chunk_ms <= 0:
+        raise ValueError("chunk_ms must be positive")
+    out = []
+    a = start_ms
+    while a < end_ms:
+        b = min(a + chunk_ms, end_ms)
+        out.append((a, b))
+        a = b
+    return out
+
+
+def redact_url(url: str) -> str:
+    """`url` without user:password, for messages and watermark keys."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+# ---------------------------------------------------------------- the HTTP client
+
+
+class PrometheusClient:
+    """prometheus-api-client with explicit retries, auth from the environment, clear errors."""
+
+    def __init__(
+        self,
+        url: str,
+        settings: PrometheusSettings,
+        *,
+        insecure: bool = False,
+        env: dict[str, str] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        env = dict(os.environ if env is None else env)
+        headers = {} if settings.compress else {"Accept-Encoding": "identity"}
+        auth = None
+        if env.get("GPUFLEET_PROM_TOKEN"):
+            headers["Authorization"] = f"Bearer {env['GPUFLEET_PROM_TOKEN']}"
+        elif env.get("GPUFLEET_PROM_USER"):
+            auth = (env["GPUFLEET_PROM_USER"], env.get("GPUFLEET_PROM_PASSWORD", ""))
+        if not urlsplit(url).scheme or not urlsplit(url).netloc:
+            raise ConfigError(f"`{redact_url(url)}` is not a URL.", "Pass e.g. --url http://prometheus:9090.")
+        self.shown_url = redact_url(url)
+        self.settings = settings
+        self._sleep = sleep
+        # Retries are ours (below), so the library must not retry on its own.
+        self._client = PrometheusConnect(
+            url=url.rstrip("/"),
+            headers=headers or None,
+            auth=auth,
+            disable_ssl=insecure,
+            retry=Retry(total=0, status_forcelist=[], raise_on_status=False),
+            timeout=settings.timeout_s,
+            method="POST",
+        )
+        self.requests_made = 0
+        self.history: list[tuple[str, int]] = []
+        """(PromQL, evaluation time in ms) of every query sent, for benchmarks and audits."""
+
+    def close(self) -> None:
+        self._client.close()
+
+    def query(self, promql: str, at_ms: int) -> list[dict[str, Any]]:
+        """One instant query at `at_ms`; the `result` list. Retries 5xx and network failures."""
+        self.history.append((promql, at_ms))
+        delay = self.settings.backoff_s
+        for attempt in range(self.settings.retries + 1):
+            last = attempt == self.settings.retries
+            try:
+                self.requests_made += 1
+                return self._client.custom_query(promql, params={"time": f"{at_ms / 1000:.3f}"})
+            except PrometheusApiClientException as e:
+                status = _status_of(e)
+                if status is not None and status < 500 and status != 429:
+                    raise self._http_error(status, e, promql) from None
+                if last:
+                    raise SourceError(
+                        f"Prometheus at {self.shown_url} kept failing (HTTP {status}) after "
+                        f"{self.settings.retries} retries.",
+                        "Check the server's health and try again; nothing was loaded.",
+                    ) from None
+            except requests.exceptions.SSLError:
+                raise SourceError(
+                    f"The TLS certificate of {self.shown_url} could not be verified.",
+                    "Fix the certificate (or REQUESTS_CA_BUNDLE), or pass --insecure to skip verification.",
+                ) from None
+            except (requests.ConnectionError, requests.Timeout) as e:
+                if last:
+                    kind = "timed out" if isinstance(e, requests.Timeout) else "could not be reached"
+                    raise SourceError(
+                        f"Prometheus at {self.shown_url} {kind} after {self.settings.retries} retries.",
+                        "Check --url and the network (and `prometheus.timeout_s`); nothing was loaded.",
+                    ) from None
+            except ValueError as e:  # a 200 whose body is not the API's JSON
+                raise SourceError(
+                    f"{self.shown_url} did not answer like a Prometheus API ({e}).",
+                    "Point --url at the server root (the part before /api/v1).",
+                ) from None
+            self._sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable")
+
+    def _http_error(self, status: int, e: Exception, promql: str) -> SourceError:
+        if status in (401, 403):
+            return SourceError(
+                f"Prometheus at {self.shown_url} refused the request (HTTP {status}).",
+                "Set GPUFLEET_PROM_TOKEN (bearer) or GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD.",
+            )
+        detail = _api_error_text(str(e))
+        return SourceError(
+            f"Prometheus at {self.shown_url} rejected the query `{promql}` (HTTP {status}): {detail}",
+            "Fix the selector or matchers in the [prometheus] section of gpufleet.toml.",
+        )
+
+
+def _status_of(e: PrometheusApiClientException) -> int | None:
+    match = re.search(r"HTTP Status Code (\d{3})", str(e))
+    return int(match.group(1)) if match else None
+
+
+def _api_error_text(message: str) -> str:
+    match = re.search(r'"error"\s*:\s*"((?:[^"\\]|\\.)*)"', message)
+    return match.group(1) if match else message[:200]
+
+
+# ---------------------------------------------------------------- label handling
+
+
+def node_of(labels: dict[str, str], node_labels: Iterable[str]) -> str | None:
+    """The node a series belongs to: the first non-empty label of `node_labels`."""
+    for name in node_labels:
+        value = labels.get(name)
+        if value:
+            if name == "instance":
+                value = re.sub(r":\d+$", "", value).strip("[]")
+            return value
+    return None
+
+
+def normalise_pci_bus_id(text: str) -> str | None:
+    """`00000000:3B:00.0`, `0000:3b:00` or `3b:00.0` → `0000:3b:00` (domain:bus:device)."""
+    match = re.match(r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
+                     text.strip())
+    if not match:
+        return None
+    domain = int(match.group(1) or "0", 16)
+    return f"{domain:04x}:{int(match.group(2), 16):02x}:{int(match.group(3), 16):02x}"
+
+
+@dataclass
+class Chunk:
+    """One query's answer for one chunk, columnar: series `i` owns `counts[i]` consecutive samples."""
+
+    labels: list[dict[str, str]]
+    counts: np.ndarray  # int64, one per series, all > 0
+    ts: np.ndarray  # int64 ms
+    values: np.ndarray  # float64
+
+    @property
+    def samples(self) -> int:
+        return int(self.ts.size)
+
+    def series_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.labels)), self.counts)
+
+    def series(self) -> Iterable[tuple[dict[str, str], list[int], list[float]]]:
+        """(labels, ts_ms, values) per series, for consumers that walk samples in order."""
+        bounds = np.concatenate(([0], np.cumsum(self.counts)))
+        for i, labels in enumerate(self.labels):
+            lo, hi = bounds[i], bounds[i + 1]
+            yield labels, self.ts[lo:hi].tolist(), self.values[lo:hi].tolist()
+
+
+def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Chunk:
+    """The series of a range-selector answer, samples kept only in `[a_ms, b_ms)`."""
+    labels: list[dict[str, str]] = []
+    counts: list[int] = []
+    flat_ts: list[float] = []
+    flat_v: list[str] = []
+    for series in result:
+        values = series.get("values")
+        if not values:
+            continue
+        raw_ts, raw_v = zip(*values, strict=True)
+        flat_ts.extend(raw_ts)
+        flat_v.extend(raw_v)
+        counts.append(len(raw_ts))
+        labels.append(series["metric"])
+    ts = np.rint(np.asarray(flat_ts, dtype=np.float64) * 1000).astype(np.int64)
+    vals = np.asarray(flat_v, dtype=np.float64)  # parses "NaN", "+Inf" as Prometheus writes them
+    count_arr = np.asarray(counts, dtype=np.int64)
+    keep = (ts >= a_ms) & (ts < b_ms)
+    if not keep.all():
+        ids = np.repeat(np.arange(len(labels)), count_arr)[keep]
+        count_arr = np.bincount(ids, minlength=len(labels)).astype(np.int64)
+        ts, vals = ts[keep], vals[keep]
+        nonempty = count_arr > 0
+        labels = [lab for lab, ok in zip(labels, nonempty, strict=True) if ok]
+        count_arr = count_arr[nonempty]
+    return Chunk(labels, count_arr, ts, vals)
+
+
+# ---------------------------------------------------------------- staging
+
+
+_STAGE_COLUMNS = {
+    "gpu_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
+    "node_samples": "ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
+    "node_conditions": "ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
+    "gpu_events": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
+}
+
+
+# Tables whose chunks are deduplicated as they land (one query per metric, chunks disjoint
+# in time), so the staged rows are already unique by natural key.
+_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "node_samples"})
+
+
+class Stage:
+    """Collects fetched chunks until the one load transaction.
+
+    Frames are buffered in memory and spilled to temporary tables every
+    `SPILL_ROWS` rows, so a long backfill does not have to fit in memory.
+    """
+
+    SPILL_ROWS = 2_000_000
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.rows: dict[str, int] = defaultdict(int)
+        self.buffer: dict[str, list[pl.DataFrame]] = defaultdict(list)
+        self.buffered: dict[str, int] = defaultdict(int)
+        self.spilled: set[str] = set()
+        self.views: list[str] = []
+        self.finals: list[str] = []
+
+    def add(self, table: str, frame: pl.DataFrame) -> None:
+        if frame.is_empty():
+            return
+        frame = frame.with_row_index(ROW_COLUMN, offset=self.rows[table] + 1)
+        self.buffer[table].append(frame)
+        self.buffered[table] += frame.height
+        self.rows[table] += frame.height
+        if self.buffered[table] >= self.SPILL_ROWS:
+            self._spill(table)
+
+    def _frame(self, table: str) -> pl.DataFrame:
+        frame = pl.concat(self.buffer[table], how="diagonal_relaxed")
+        self.buffer[table], self.buffered[table] = [], 0
+        return frame
+
+    def _spill(self, table: str) -> None:
+        if not self.buffer[table]:
+            return
+        frame = self._frame(table)
+        if table not in self.spilled:
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __stage_{table} ({_STAGE_COLUMNS[table]}, {ROW_COLUMN} BIGINT)"
+            )
+            self.spilled.add(table)
+        self.con.register("__chunk", frame)
+        try:
+            columns = ", ".join(quote_ident(c) for c in frame.columns)
+            self.con.execute(f"INSERT INTO __stage_{table} ({columns}) SELECT {columns} FROM __chunk")
+        finally:
+            self.con.unregister("__chunk")
+
+    def inputs(self, origin: str) -> list[TableInput]:
+        items = []
+        for table in _STAGE_COLUMNS:
+            if not self.rows[table]:
+                continue
+            if table in self.spilled:
+                self._spill(table)
+                source = f"__stage_{table}"
+            else:
+                source = f"__staged_{table}"
+                self.con.register(source, self._frame(table))
+                self.views.append(source)
+            if table in _UNIQUE_PER_CHUNK:
+                items.append(TableInput(table, self.con.sql(f"SELECT * FROM {source}"), origin, position="row"))
+                continue
+            keys = ", ".join(quote_ident(k) for k in NATURAL_KEYS[table])
+            # The same event or condition seen by two queries lands once.
+            # Materialised once: the loader scans its input twice (validate, merge).
+            self.con.execute(
+                f"CREATE OR REPLACE TEMP TABLE __final_{table} AS SELECT * FROM {source} "
+                f"QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY {ROW_COLUMN}) = 1"
+            )
+            self.finals.append(f"__final_{table}")
+            relation = self.con.sql(f"SELECT * FROM __final_{table}")
+            items.append(TableInput(table, relation, origin, position="row"))
+        return items
+
+    def drop(self) -> None:
+        for view in self.views:
+            self.con.unregister(view)
+        for table in self.spilled:
+            self.con.execute(f"DROP TABLE IF EXISTS __stage_{table}")
+        for final in self.finals:
+            self.con.execute(f"DROP TABLE IF EXISTS {final}")
+
+
+# ---------------------------------------------------------------- the ingest
+
+
+@dataclass
+class QueryReport:
+    key: str
+    start: datetime
+    end: datetime
+    samples: int = 0
+    series: int = 0
+
+
+@dataclass
+class IngestReport:
+    """What one run fetched and loaded; `warnings` are plain sentences for the operator."""
+
+    loads: list[LoadResult] = field(default_factory=list)
+    queries: list[QueryReport] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    samples_fetched: int = 0
+    requests_made: int = 0
+    seconds: float = 0.0
+    history: list[tuple[str, int]] = field(default_factory=list)
+    """(PromQL, evaluation time in ms) of every query sent."""
+
+
+@dataclass(frozen=True)
+class _Query:
+    key: str
+    selector: str
+    kind: str  # gpu | xid_count | xid_last | condition | unschedulable | node
+    name: str = ""  # canonical metric name for node metrics
+    sample_sql: str = "value"
+    promql: bool = False
+
+
+def _queries(s: PrometheusSettings) -> list[_Query]:
+    m = f"{{{s.matchers}}}" if s.matchers else ""
+    out = [_Query(f"gpu:{name}", f"{name}{m}", "gpu") for name in dict.fromkeys(s.gpu_metrics)]
+    if s.xid_count_metric:
+        out.append(_Query("xid:count", f"{s.xid_count_metric}{m}", "xid_count"))
+    if s.xid_last_metric:
+        out.append(_Query("xid:last", f"{s.xid_last_metric}{m}", "xid_last"))
+    if s.condition_metric:
+        out.append(_Query("kube:conditions", s.condition_metric, "condition"))
+    if s.unschedulable_metric:
+        out.append(_Query("kube:unschedulable", s.unschedulable_metric, "unschedulable"))
+    for name, spec in s.node_metrics.items():
+        if "promql" in spec:
+            out.append(_Query(f"node:{name}", spec["promql"], "node", name, "value", promql=True))
+        else:
+            out.append(_Query(f"node:{name}", spec["selector"], "node", name, spec.get("sample_sql", "value")))
+    return out
+
+
+def _downsample_fn(q: _Query, s: PrometheusSettings) -> str:
+    metric = q.name or q.selector.split("{")[0]
+    if metric in s.downsample_functions:
+        return s.downsample_functions[metric]
+    if q.kind in ("condition", "unschedulable", "xid_last"):
+        return "last"
+    if q.kind == "xid_count" or any(h in q.selector for h in _COUNTER_HINTS) or q.name.endswith("_total"):
+        return "max"
+    return "avg"
+
+
+def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, datetime]:
+    rows = con.execute(
+        "SELECT query_key, max(watermark_ts) FROM ingest_watermarks WHERE source = $source GROUP BY query_key",
+        {"source": source},
+    ).fetchall()
+    return {k: v for k, v in rows}
+
+
+class _Ingest:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        client: PrometheusClient,
+        settings: PrometheusSettings,
+        downsample_s: int | None,
+        progress: Callable[[str], None] | None,
+        after_chunk: Callable[[int], None] | None,
+    ) -> None:
+        self.con, self.client, self.s = con, client, settings
+        self.downsample_s = downsample_s
+        self.progress = progress or (lambda _msg: None)
+        self.after_chunk = after_chunk
+        self.report = IngestReport()
+        self.stage = Stage(con)
+        self.unnamed_series = 0
+        self.mig_series = 0
+        self.chunks_done = 0
+
+    def chunk_ms(self) -> int:
+        step = self.downsample_s or self.s.scrape_interval_s
+        cap_s = MAX_POINTS_PER_SERIES * step
+        return int(min(self.s.chunk_s, cap_s) * 1000)
+
+    def promql(self, q: _Query, a_ms: int, b_ms: int) -> str:
+        d = b_ms - a_ms
+        if q.promql:
+            step = int(self.downsample_s or self.s.scrape_interval_s)
+            return f"({q.selector})[{d}ms:{step}s]"
+        if self.downsample_s:
+            step = int(self.downsample_s)
+            return f"{_downsample_fn(q, self.s)}_over_time({q.selector}[{step}s])[{d}ms:{step}s]"
+        return f"{q.selector}[{d}ms]"
+
+    def fetch(self, q: _Query, start_ms: int, end_ms: int, qr: QueryReport) -> None:
+        previous: dict[tuple, float] = {}
+        if q.kind in ("xid_count", "xid_last"):
+            previous = self.seed_previous(q, start_ms)
+        for a, b in chunks(start_ms, end_ms, self.chunk_ms()):
+            self.progress(f"{q.key} {_dt(a):%Y-%m-%d %H:%M}")
+            result = self.client.query(self.promql(q, a, b), b - 1)
+            chunk = _matrix(result, a, b)
+            del result
+            qr.series += len(chunk.labels)
+            qr.samples += chunk.samples
+            self.report.samples_fetched += chunk.samples
+            self.land(q, chunk, previous)
+            self.chunks_done += 1
+            if self.after_chunk is not None:
+                self.after_chunk(self.chunks_done)
+
+    def seed_previous(self, q: _Query, start_ms: int) -> dict[tuple, float]:
+        lookback = int(self.s.xid_seed_lookback_s)
+        result = self.client.query(f"last_over_time({q.selector}[{lookback}s])", start_ms - 1)
+        seeded = {}
+        for series in result:
+            key = self.xid_key(series["metric"])
+            if key is not None:
+                seeded[key] = float(series["value"][1])
+        return seeded
+
+    def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
+        """(node, GPU index, UUID) of a dcgm-exporter series; None (counted) for MIG or unnamed series."""
+        if labels.get("GPU_I_ID"):
+            self.mig_series += count
+            return None
+        node = node_of(labels, self.s.node_labels)
+        gpu = labels.get("gpu")
+        if node is None or gpu is None or not gpu.isdigit():
+            self.unnamed_series += count
+            return None
+        return node, int(gpu), labels.get("UUID") or labels.get("uuid")
+
+    def xid_key(self, labels: dict[str, str]) -> tuple | None:
+        ident = self.gpu_identity(labels)
+        if ident is None:
+            return None
+        return (*ident, labels.get("xid", ""))
+
+    def land(self, q: _Query, chunk: Chunk, previous: dict) -> None:
+        if not chunk.labels:
+            return
+        if q.kind == "gpu":
+            self.land_gpu(chunk)
+            return
+        series = list(chunk.series())
+        if q.kind in ("xid_count", "xid_last"):
+            self.land_xid(q, series, previous)
+        elif q.kind == "condition":
+            self.land_conditions(series)
+        elif q.kind == "unschedulable":
+            self.land_unschedulable(series)
+        else:
+            self.land_node_metric(q, series)
+
+    def land_gpu(self, chunk: Chunk) -> None:
+        idents = [self.gpu_identity(labels) for labels in chunk.labels]
+        named = np.array([i is not None for i in idents], dtype=bool)
+        ids = chunk.series_ids()
+        keep = named[ids]
+        ids = ids[keep]
+        per_series = pl.DataFrame(
+            {
+                "node": [i[0] if i else None for i in idents],
+                "gpu": [i[1] if i else None for i in idents],
+                "uuid": [i[2] if i else None for i in idents],
+                "metric": [labels.get("__name__", "") for labels in chunk.labels],
+            },
+            schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
+        )
+        frame = pl.DataFrame(
+            {"ts": chunk.ts[keep], "value": chunk.values[keep]}
+        ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
+        gathered = per_series[ids]  # one row per sample, in sample order
+        frame = pl.concat([frame, gathered], how="horizontal").select("ts", "node", "gpu", "uuid", "metric", "value")
+        keys = [(i[0], i[1], lab.get("__name__")) for i, lab in zip(idents, chunk.labels, strict=True) if i]
+        if len(set(keys)) < len(keys):
+            # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
+            frame = frame.unique(subset=["ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
+        self.stage.add("gpu_samples", frame)
+
+    def land_xid(self, q: _Query, series: list, previous: dict) -> None:
+        cols: dict[str, list] = {k: [] for k in ("ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
+        for labels, ts, vs in series:
+            key = self.xid_key(labels)
+            if key is None:
+                continue
+            node, gpu, uuid, xid = key
+            prev = previous.get(key)
+            for t, v in zip(ts, vs, strict=True):
+                if q.kind == "xid_count":
+                    event = v > (prev or 0.0) and xid.isdigit()
+                    code = int(xid) if xid.isdigit() else None
+                else:
+                    event = v != 0 and v != prev and not math.isnan(v)
+                    code = None if math.isnan(v) else int(v)
+                if event:
+                    cols["ts"].append(t)
+                    cols["node"].append(node)
+                    cols["gpu"].append(gpu)
+                    cols["uuid"].append(uuid)
+                    cols["kind"].append("xid")
+                    cols["code"].append(code)
+                    cols["message"].append(labels.get("err_msg") or None)
+                    cols["source"].append("dcgm")
+                prev = v
+            previous[key] = prev
+        self.stage.add("gpu_events", _frame(cols))
+
+    def land_conditions(self, series: list) -> None:
+        cols: dict[str, list] = {"ts": [], "node": [], "condition": [], "status": [], "value": []}
+        for labels, ts, vs in series:
+            node = labels.get("node") or node_of(labels, self.s.node_labels)
+            if not node or not labels.get("condition"):
+                self.unnamed_series += 1
+                continue
+            n = len(ts)
+            cols["ts"].extend(ts)
+            cols["value"].extend(vs)
+            cols["node"].extend([node] * n)
+            cols["condition"].extend([labels["condition"]] * n)
+            cols["status"].extend([labels.get("status", "").lower()] * n)
+        if not cols["ts"]:
+            return
+        frame = _frame(cols)
+        # One-hot: the status whose series is 1 is the status; none at 1 means nobody knows.
+        status = (
+            frame.group_by("ts", "node", "condition")
+            .agg(pl.col("status").filter(pl.col("value") == 1).first().alias("hot"))
+            .with_columns(
+                pl.col("hot")
+                .replace_strict({"true": "True", "false": "False", "unknown": "Unknown"}, default="Unknown")
+                .fill_null("Unknown")
+                .alias("status"),
+                pl.lit(None, pl.String).alias("reason"),
+                pl.lit(None, pl.String).alias("message"),
+            )
+            .select("ts", "node", "condition", "status", "reason", "message")
+            .sort("node", "condition", "ts")
+        )
+        self.stage.add("node_conditions", status)
+
+    def land_unschedulable(self, series: list) -> None:
+        cols: dict[str, list] = {"ts": [], "node": [], "condition": [], "status": []}
+        for labels, ts, vs in series:
+            node = labels.get("node") or node_of(labels, self.s.node_labels)
+            if not node:
+                self.unnamed_series += 1
+                continue
+            cols["ts"].extend(ts)
+            cols["node"].extend([node] * len(ts))
+            cols["condition"].extend(["Unschedulable"] * len(ts))
+            cols["status"].extend(["True" if v == 1 else "False" for v in vs])
+        self.stage.add("node_conditions", _frame(cols))
+
+    def land_node_metric(self, q: _Query, series: list) -> None:
+        cols: dict[str, list] = {"ts": [], "node": [], "value": []}
+        for labels, ts, vs in series:
+            node = node_of(labels, self.s.node_labels)
+            if not node:
+                self.unnamed_series += 1
+                continue
+            cols["ts"].extend(ts)
+            cols["value"].extend(vs)
+            cols["node"].extend([node] * len(ts))
+        if not cols["ts"]:
+            return
+        self.con.register("__raw", _frame(cols))
+        try:
+            frame = self.con.sql(
+                f"SELECT ts, node, $metric AS metric, sum({q.sample_sql})::DOUBLE AS value "
+                "FROM __raw GROUP BY ts, node ORDER BY node, ts",
+                params={"metric": q.name},
+            ).pl()
+        except duckdb.Error as e:
+            raise ConfigError(
+                f"`prometheus.node_metrics.{q.name}.sample_sql` is not valid SQL over `value`: {e}"
+            ) from e
+        finally:
+            self.con.unregister("__raw")
+        self.stage.add("node_samples", frame)
+
+    # -------------------------------------------------------------- node inventory
+
+    def inventory(self, end_ms: int, window_ms: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+        """(nodes, gpu_devices) as of `end_ms`, from kube-state-metrics and dcgm-exporter labels."""
+        s = self.s
+        lookback = f"{max(1, min(window_ms, s.inventory_lookback_s * 1000))}ms"
+        at = end_ms - 1
+        kube: dict[str, dict[str, str]] = defaultdict(dict)
+        for metric in ("kube_node_info", "kube_node_labels"):
+            for series in self.client.query(f"last_over_time({metric}[{lookback}])", at):
+                labels = series["metric"]
+                if labels.get("node"):
+                    kube[labels["node"]].update({k: v for k, v in labels.items() if v})
+        capacity = {}
+        for series in self.client.query(
+            f'last_over_time(kube_node_status_capacity{{resource="nvidia_com_gpu"}}[{lookback}])', at
+        ):
+            if series["metric"].get("node"):
+                capacity[series["metric"]["node"]] = int(float(series["value"][1]))
+        gpus: dict[str, dict[int, tuple]] = defaultdict(dict)
+        if s.gpu_metrics:
+            names = "|".join(re.escape(name) for name in s.gpu_metrics)
+            probe = f'{{__name__=~"{names}"{"," + s.matchers if s.matchers else ""}}}'
+            by = ", ".join(dict.fromkeys([*s.node_labels, "gpu", "UUID", "uuid", "pci_bus_id", "modelName", "GPU_I_ID"]))
+            query = f"group by ({by}) (last_over_time({probe}[{lookback}]))"
+            for series in self.client.query(query, at):
+                labels = series["metric"]
+                ident = self.gpu_identity(labels, count=False)
+                if ident is None:
+                    continue
+                node, gpu, uuid = ident
+                gpus[node][gpu] = (uuid, normalise_pci_bus_id(labels.get("pci_bus_id", "")), labels.get("modelName"))
+        nodes_rows = []
+        for node in sorted(set(kube) | set(gpus)):
+            labels = kube.get(node, {})
+            count = _first_int(labels, s.gpu_count_labels)
+            if count is None:
+                count = capacity.get(node)
+            if count is None and node in gpus:
+                count = len(gpus[node])
+            if count is None:
+                self.report.warnings.append(
+                    f"Node `{node}` has no GPU count (label {', '.join(s.gpu_count_labels)}, GPU capacity "
+                    "or DCGM series); it was left out of `nodes`."
+                )
+                continue
+            models = [m for _, _, m in gpus.get(node, {}).values() if m]
+            model = models[0] if models else _first(labels, s.gpu_model_labels)
+            instance_type = _first(labels, s.instance_type_labels)
+            nic = _first_int(labels, [s.nic_expected_label]) if s.nic_expected_label else None
+            if nic is None and instance_type in s.nic_expected_by_instance_type:
+                nic = int(s.nic_expected_by_instance_type[instance_type])
+            nodes_rows.append(
+                {
+                    "node": node,
+                    "cluster": labels.get(s.cluster_label) or s.cluster,
+                    "instance_type": instance_type,
+                    "gpu_model": model,
+                    "gpu_count": count,
+                    "nic_expected": nic,
+                }
+            )
+        nodes = pl.DataFrame(
+            nodes_rows,
+            schema={"node": pl.String, "cluster": pl.String, "instance_type": pl.String,
+                    "gpu_model": pl.String, "gpu_count": pl.Int64, "nic_expected": pl.Int64},
+        )
+        devices = pl.DataFrame(
+            [
+                {"node": n, "gpu": g, "uuid": u, "pci_bus_id": p}
+                for n, per_gpu in gpus.items()
+                for g, (u, p, _m) in per_gpu.items()
+            ],
+            schema={"node": pl.String, "gpu": pl.Int64, "uuid": pl.String, "pci_bus_id": pl.String},
+        )
+        return (nodes if not nodes.is_empty() else None), (devices if not devices.is_empty() else None)
+
+
+def _first(labels: dict[str, str], names: Iterable[str]) -> str | None:
+    for name in names:
+        if labels.get(name):
+            return labels[name]
+    return None
+
+
+def _first_int(labels: dict[str, str], names: Iterable[str]) -> int | None:
+    value = _first(labels, names)
+    try:
+        return int(float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _frame(cols: dict[str, list]) -> pl.DataFrame:
+    frame = pl.DataFrame(cols, strict=False)
+    if "ts" in frame.columns:
+        frame = frame.with_columns(pl.col("ts").cast(pl.Int64).cast(pl.Datetime("ms", "UTC")))
+    return frame
+
+
+def ingest_prometheus(
+    con: duckdb.DuckDBPyConnection,
+    url: str,
+    start: datetime,
+    end: datetime,
+    settings: PrometheusSettings | None = None,
+    *,
+    insecure: bool = False,
+    downsample_s: int | None = None,
+    full: bool = False,
+    env: dict[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    after_chunk: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Fetch `[start, end)` (from each query's watermark on, unless `full`) and load it.
+
+    One transaction: the data and the new watermarks commit together, or nothing does.
+    `after_chunk(n)` is called after the n-th chunk is fetched (progress, tests).
+    Raises `SourceError` when the server fails or returns nothing at all.
+    """
+    settings = settings or PrometheusSettings()
+    if end <= start:
+        raise ConfigError(
+            f"The end ({end:%Y-%m-%dT%H:%M:%SZ}) is not after the start ({start:%Y-%m-%dT%H:%M:%SZ}).",
+            "Pass --start before --end.",
+        )
+    if downsample_s is not None and downsample_s <= 0:
+        raise ConfigError("--downsample must be a positive number of seconds.")
+    settled = datetime.now(UTC) - timedelta(seconds=settings.settle_s)
+    if end > settled:
+        end = settled
+        if end <= start:
+            raise ConfigError(
+                f"The window ends within `prometheus.settle_s` ({settings.settle_s} s) of now: nothing is settled yet.",
+                "Pass an earlier --start, or wait.",
+            )
+    began = time.perf_counter()
+    client = PrometheusClient(url, settings, insecure=insecure, env=env)
+    source = f"prometheus:{client.shown_url}" + (f":downsample={downsample_s}s" if downsample_s else "")
+    ensure_schema(con)
+    marks = {} if full else read_watermarks(con, source)
+    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk)
+    start_ms, end_ms = _ms(start), _ms(end)
+    new_marks: dict[str, datetime] = {}
+    empty_gpu_metrics: list[str] = []
+    try:
+        for q in _queries(settings):
+            mark = marks.get(q.key)
+            q_start = max(start_ms, _ms(mark)) if mark is not None else start_ms
+            if q_start >= end_ms:
+                continue
+            qr = QueryReport(q.key, _dt(q_start), end)
+            run.report.queries.append(qr)
+            run.fetch(q, q_start, end_ms, qr)
+            new_marks[q.key] = end
+            if qr.samples == 0 and q.kind == "gpu":
+                empty_gpu_metrics.append(q.selector.split("{")[0])
+            elif qr.samples == 0 and q.kind in ("node", "condition"):
+                run.report.warnings.append(_empty_warning(q))
+        if empty_gpu_metrics:
+            run.report.warnings.append(
+                f"No series in the window for {', '.join(f'`{m}`' for m in empty_gpu_metrics)}: if the GPUs "
+                "have these fields, enable them in dcgm-exporter's counters file (docs/sources.md)."
+            )
+        nodes, devices = run.inventory(end_ms, end_ms - start_ms)
+        report = run.report
+        if report.queries and report.samples_fetched == 0 and nodes is None:
+            raise SourceError(
+                f"Prometheus at {client.shown_url} returned no samples between "
+                f"{start:%Y-%m-%dT%H:%M:%SZ} and {end:%Y-%m-%dT%H:%M:%SZ}.",
+                "Check the time range and that dcgm-exporter and kube-state-metrics are scraped "
+                "(or set `prometheus.matchers`).",
+            )
+        if nodes is None:
+            report.warnings.append(
+                "No kube-state-metrics node series (kube_node_info, kube_node_labels) and no DCGM GPUs: "
+                "the `nodes` table was not updated."
+            )
+        if run.unnamed_series:
+            report.warnings.append(
+                f"{run.unnamed_series} series had no node or GPU label "
+                f"(looked for {', '.join(settings.node_labels)}) and were skipped."
+            )
+        if run.mig_series:
+            report.warnings.append(f"{run.mig_series} MIG instance series (GPU_I_ID) were skipped.")
+        items = run.stage.inputs(f"prometheus {client.shown_url}")
+        if nodes is not None:
+            items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
+
+        def bookkeeping(c: duckdb.DuckDBPyConnection) -> None:
+            for key, mark in new_marks.items():
+                c.execute(
+                    "DELETE FROM ingest_watermarks WHERE source = $source AND query_key = $key",
+                    {"source": source, "key": key},
+                )
+                c.execute(
+                    "INSERT INTO ingest_watermarks VALUES ($source, $key, $mark)",
+                    {"source": source, "key": key, "mark": mark},
+                )
+            if devices is not None:
+                c.register("__devices", devices)
+                try:
+                    c.execute(
+                        "DELETE FROM gpu_devices d WHERE EXISTS "
+                        "(SELECT 1 FROM __devices n WHERE n.node = d.node AND n.gpu = d.gpu)"
+                    )
+                    c.execute(
+                        "INSERT INTO gpu_devices SELECT node, gpu, uuid, pci_bus_id, $seen FROM __devices",
+                        {"seen": end},
+                    )
+                finally:
+                    c.unregister("__devices")
+
+        report.loads = load_batch(con, items, source=source, in_transaction=bookkeeping)
+        report.requests_made = client.requests_made
+        report.history = client.history
+        report.seconds = time.perf_counter() - began
+        return report
+    finally:
+        run.stage.drop()
+        client.close()
+
+
+def _empty_warning(q: _Query) -> str:
+    name = q.name or q.selector
+    if q.kind == "node":
+        return f"No samples for node metric `{name}` (`{q.selector}`): set `prometheus.node_metrics.{name}`."
+    return f"No `{name}` series in the window: is kube-state-metrics scraped?"

@@ -1,0 +1,37 @@
+-- Anomalies that overlap [$week_start, $week_end) (all time when $all_time), filtered
+-- by $cluster, $severity, $kind, $node, $job ('*' = any) and $status:
+-- 'open' = still open at the window's end (end_ts NULL or later), 'closed' =
+-- ended inside it, '*' = both. Most severe, then newest first. impact_gpu_h =
+-- GPU-hours of jobs on the entity while it was open.
+SELECT
+    a.anomaly_id,
+    a.severity,
+    a.kind,
+    a.entity_type,
+    a.node,
+    n.cluster,
+    a.gpu,
+    a.job_id,
+    a.rank,
+    a.start_ts,
+    a.end_ts,
+    (a.end_ts IS NULL OR a.end_ts > $week_end) AS is_open,
+    a.score,
+    a.action,
+    a.impact_gpu_h,
+    a.evidence
+FROM anomalies a
+LEFT JOIN nodes n USING (node)
+WHERE ($all_time OR (a.start_ts < $week_end AND (a.end_ts IS NULL OR a.end_ts > $week_start)))
+  AND ($cluster = '*' OR n.cluster = $cluster)
+  AND ($severity = '*' OR a.severity = $severity)
+  AND ($kind = '*' OR a.kind = $kind)
+  AND ($node = '*' OR a.node = $node)
+  AND ($job = '*' OR a.job_id = $job)
+  AND ($status = '*'
+       OR ($status = 'open' AND (a.end_ts IS NULL OR a.end_ts > $week_end))
+       OR ($status = 'closed' AND a.end_ts IS NOT NULL AND a.end_ts <= $week_end))
+ORDER BY
+    CASE a.severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 WHEN 'info' THEN 2 ELSE 3 END,
+    a.start_ts DESC,
+    a.anomaly_id

@@ -1,0 +1,105 @@
+-- Peer detectors: a GPU under load compared with the other loaded GPUs of its node (same model:
+-- a node has one GPU model) at the same scrape, by robust z-score z = (x - median) / (1.4826 * MAD).
+--   throttling        SM clock below peers: z <= -$det_peer_z and at least `$det_peer_min_rel_dev`
+--                     (fraction) below the peers' median. Power alone is not used: GPUs of one node
+--                     running different jobs draw different power; clocks under load do not differ.
+--   temp_above_peers  GPU temperature z >= $det_peer_z and >= `$det_peer_temp_min_dev_c` degrees C
+--                     above, while its power is not above its peers' (more heat for the same or
+--                     less work: cooling, not a heavier job).
+-- The MAD is floored at 1 % of the peers' median (1 C for temperature): identical GPUs have MAD ~ 0.
+-- Under load = utilisation >= `$det_load_util_min` %; a comparison needs >= `$det_peer_min_count`
+-- loaded GPUs (the GPU included). The relative/absolute minimum keeps identical GPUs (MAD ~ 0) quiet.
+-- Persistence: a sample counts only when the deviation holds in >= `$det_peer_min_share` of the GPU's
+-- loaded samples over the trailing `$det_peer_window_s` seconds (and that window holds at least half
+-- its expected samples), so a noisy but healthy GPU's single outliers never fire.
+-- Episodes: persistent samples closer than `$det_peer_merge_gap_s` seconds (a throttled GPU that
+-- idles between jobs is one finding); end = last + one scrape,
+-- NULL when at the data horizon. Score = the median |z| of the episode's deviating samples.
+WITH wide AS (
+    SELECT ts, node, gpu, any_value(uuid) AS uuid,
+           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') AS util,
+           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_SM_CLOCK') AS clock,
+           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_POWER_USAGE') AS power,
+           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_TEMP') AS temp
+    FROM gpu_samples
+    WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_SM_CLOCK',
+                     'DCGM_FI_DEV_POWER_USAGE', 'DCGM_FI_DEV_GPU_TEMP')
+    GROUP BY ts, node, gpu
+),
+loaded AS (
+    SELECT *,
+           count(*) OVER peers AS peer_count,
+           median(clock) OVER peers AS clock_med,
+           median(power) OVER peers AS power_med,
+           median(temp) OVER peers AS temp_med
+    FROM wide
+    WHERE util >= $det_load_util_min
+    WINDOW peers AS (PARTITION BY node, ts)
+),
+spread AS (
+    SELECT *,
+           median(abs(clock - clock_med)) OVER peers AS clock_mad,
+           median(abs(power - power_med)) OVER peers AS power_mad,
+           median(abs(temp - temp_med)) OVER peers AS temp_mad
+    FROM loaded
+    WHERE peer_count >= $det_peer_min_count
+    WINDOW peers AS (PARTITION BY node, ts)
+),
+scored AS (
+    SELECT ts, node, gpu, uuid, clock, clock_med, power, power_med, temp, temp_med, peer_count,
+           (clock - clock_med) / greatest(1.4826 * clock_mad, 0.01 * abs(clock_med), 1e-9) AS clock_z,
+           (power - power_med) / greatest(1.4826 * power_mad, 0.01 * abs(power_med), 1e-9) AS power_z,
+           (temp - temp_med) / greatest(1.4826 * temp_mad, 1.0) AS temp_z
+    FROM spread
+),
+deviations AS (
+    SELECT ts, node, gpu, uuid, 'throttling' AS kind,
+           coalesce(clock_z <= -$det_peer_z AND clock_med - clock >= $det_peer_min_rel_dev * clock_med,
+                    false) AS deviates,
+           -clock_z AS z,
+           clock, clock_med, power, power_med, temp, temp_med, peer_count
+    FROM scored
+    UNION ALL
+    SELECT ts, node, gpu, uuid, 'temp_above_peers',
+           coalesce(temp_z >= $det_peer_z AND temp - temp_med >= $det_peer_temp_min_dev_c
+                    AND power <= power_med * (1 + $det_peer_min_rel_dev), false),
+           temp_z, clock, clock_med, power, power_med, temp, temp_med, peer_count
+    FROM scored
+),
+persistent AS (
+    SELECT *,
+           avg(deviates::INTEGER) OVER recent AS deviating_share,
+           count(*) OVER recent AS recent_samples
+    FROM deviations
+    WINDOW recent AS (PARTITION BY node, gpu, kind ORDER BY ts
+                      RANGE BETWEEN to_seconds($det_peer_window_s) PRECEDING AND CURRENT ROW)
+),
+flagged AS (
+    SELECT *, lag(ts) OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS prev_ts
+    FROM persistent
+    WHERE deviates AND deviating_share >= $det_peer_min_share
+      AND recent_samples >= 0.5 * $det_peer_window_s / $det_sample_interval_s
+),
+islands AS (
+    SELECT *,
+           sum(CASE WHEN prev_ts IS NULL OR ts - prev_ts > to_seconds($det_peer_merge_gap_s) THEN 1 ELSE 0 END)
+               OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS episode
+    FROM flagged
+)
+SELECT 'gpu' AS entity_type, node, gpu, any_value(uuid) AS uuid,
+       NULL::VARCHAR AS job_id, NULL::INTEGER AS rank, kind,
+       min(ts) AS start_ts,
+       CASE WHEN max(ts) >= $horizon::TIMESTAMPTZ - to_seconds($det_gap_s) THEN NULL
+            ELSE max(ts) + to_seconds($det_sample_interval_s) END AS end_ts,
+       min(ts) AS detected_at,
+       median(z) AS score,
+       'warn' AS severity,
+       json_object(
+           'sm_clock_mhz', round(median(clock), 1), 'peer_sm_clock_mhz', round(median(clock_med), 1),
+           'power_w', round(median(power), 1), 'peer_power_w', round(median(power_med), 1),
+           'temp_c', round(median(temp), 1), 'peer_temp_c', round(median(temp_med), 1),
+           'peers', max(peer_count), 'samples', count(*), 'robust_z', round(median(z), 2)
+       )::VARCHAR AS evidence,
+       CASE WHEN kind = 'throttling' THEN 'cordon' ELSE 'watch' END AS action
+FROM islands
+GROUP BY node, gpu, kind, episode

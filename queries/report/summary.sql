@@ -1,0 +1,55 @@
+-- report/summary: the weekly summary of one week and cluster ('*' = all clusters) as one row per
+-- metric, with the previous ISO week's value and the week-over-week delta (value - previous, in
+-- the metric's own unit: ratios 0-1, hours, counts). `better` says which direction is good.
+-- UNPIVOT drops NULLs; the LEFT JOINs from `metrics` bring them back as NULL.
+-- Params: $week ('YYYY-Www'), $cluster.
+WITH
+current_week AS (
+    SELECT * FROM weekly_summary WHERE week = $week AND cluster = $cluster
+),
+previous_week AS (
+    SELECT s.*
+    FROM weekly_summary s, current_week c
+    WHERE s.cluster = $cluster AND s.week_start = c.week_start - INTERVAL 7 DAY
+),
+metrics(position, metric, label, unit, better) AS (
+    VALUES
+        (1, 'node_availability', 'Node availability', 'ratio', 'higher'),
+        (2, 'job_success_rate', 'Job success rate', 'ratio', 'higher'),
+        (3, 'job_success_rate_gpu_h', 'Job success rate (GPU-hour weighted)', 'ratio', 'higher'),
+        (4, 'first_attempt_success_rate', 'First-attempt success rate', 'ratio', 'higher'),
+        (5, 'goodput', 'Goodput', 'ratio', 'higher'),
+        (6, 'ettr', 'ETTR', 'ratio', 'higher'),
+        (7, 'mtbf_h', 'MTBF', 'hours', 'higher'),
+        (8, 'mttr_h', 'MTTR', 'hours', 'lower'),
+        (9, 'interruptions_per_1k_gpu_days', 'Interruptions per 1,000 GPU-days', 'per 1,000 GPU-days', 'lower'),
+        (10, 'hardware_failures', 'Hardware failures', 'attempts', 'lower'),
+        (11, 'software_failures', 'Software failures', 'attempts', 'lower'),
+        (12, 'infrastructure_failures', 'Infrastructure failures', 'attempts', 'lower'),
+        (13, 'user_failures', 'User failures', 'attempts', 'lower'),
+        (14, 'unknown_failures', 'Unclassified failures', 'attempts', 'lower')
+),
+current_values AS (
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures)$')::DOUBLE
+    FROM current_week
+),
+previous_values AS (
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures)$')::DOUBLE
+    FROM previous_week
+),
+current_long AS (
+    UNPIVOT current_values ON COLUMNS(*) INTO NAME metric VALUE value
+),
+previous_long AS (
+    UNPIVOT previous_values ON COLUMNS(*) INTO NAME metric VALUE value
+)
+SELECT m.metric, m.label, m.unit, m.better,
+       c.value,
+       p.value AS previous,
+       c.value - p.value AS delta
+FROM metrics m
+LEFT JOIN current_long c USING (metric)
+LEFT JOIN previous_long p USING (metric)
+-- No row at all when the week has no summary, so the caller can say so.
+WHERE EXISTS (SELECT 1 FROM current_week)
+ORDER BY m.position

@@ -1,0 +1,158 @@
+"""The dashboard keeps serving while a scheduled ingest/compute writes the database.
+
+DuckDB lets a process write only while no other process has the file open. The app
+opens the file read-only for the few milliseconds of a query batch; writers wait for
+the lock (`open_store(..., retries=...)`); while a writer holds it, the app shows the
+last numbers it read and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpufleet_app.data import Reader
+from tests.app_fixture import build_app_db
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+HOLD_WRITE_LOCK = """
+import sys
+from pipelines.store import open_store
+con = open_store(sys.argv[1], retries=30)
+con.execute("CREATE OR REPLACE TABLE compute_in_progress AS SELECT 1 AS x")
+print("locked", flush=True)
+sys.stdin.readline()
+con.close()
+"""
+
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = build_app_db(tmp_path / "fleet.duckdb")
+    monkeypatch.setenv("GPUFLEET_DB", str(path))
+    return path
+
+
+def availability_shown(at: AppTest) -> str:
+    return next(m.value for m in at.metric if m.label == "Node availability")
+
+
+def run_overview() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.query_params["week"] = "2026-W48"
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def node_availability_shown(node: str, week: str) -> str:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    at.switch_page("gpufleet_app/pages/nodes.py")
+    at.query_params.clear()
+    at.query_params.update({"node": node, "week": week})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return next(m.value for m in at.metric if m.label == "Availability")
+
+
+def test_compute_waits_for_a_reader_and_the_app_shows_the_new_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = build_app_db(tmp_path / "fleet.duckdb", fleet="simulated")
+    monkeypatch.setenv("GPUFLEET_DB", str(db))
+    con = duckdb.connect(str(db), read_only=True)
+    con.execute("SET TimeZone = 'UTC'")
+    # The node that lost the most time to unavailable/unknown, and its longest such interval.
+    node, start, end, week = con.execute("""
+        SELECT node, start_ts, end_ts, isoyear(start_ts) || '-W' || lpad(CAST(week(start_ts) AS VARCHAR), 2, '0')
+        FROM node_state_intervals WHERE state IN ('unavailable', 'unknown')
+        ORDER BY end_ts - start_ts DESC, node LIMIT 1""").fetchall()[0]
+    con.close()
+    before = node_availability_shown(node, week)
+
+    # New data lands: that outage was declared maintenance (excluded from the denominator).
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "maintenance.csv").write_text(
+        f"node,start_ts,end_ts,reason\n{node},{start.isoformat()},{end.isoformat()},declared late\n"
+    )
+    ingest = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(db), "ingest", "files", str(landing)],
+        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert ingest.returncode == 0, ingest.stderr
+
+    # A page run in progress holds its read-only connection while the scheduled compute starts.
+    reader = Reader(db)
+    reader.connection()
+    release = threading.Timer(1.5, reader.close)
+    release.start()
+    try:
+        compute = subprocess.run(
+            [sys.executable, "-m", "pipelines", "--db", str(db), "compute", "--force"],
+            env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        )
+    finally:
+        release.join()
+    assert compute.returncode == 0, compute.stderr
+
+    con = duckdb.connect(str(db), read_only=True)
+    new = con.execute(
+        "SELECT sum(available_s + degraded_s) / sum(in_fleet_s - maintenance_s) FROM node_availability_daily "
+        "WHERE node = ? AND isoyear(day) || '-W' || lpad(CAST(week(day) AS VARCHAR), 2, '0') = ?",
+        [node, week],
+    ).fetchall()[0][0]
+    con.close()
+    after = node_availability_shown(node, week)
+    assert after == f"{new * 100:.2f} %"
+    assert after != before
+
+
+def test_app_keeps_serving_the_last_numbers_while_a_writer_holds_the_lock(db: Path) -> None:
+    before = availability_shown(run_overview())
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db)], env=ENV, cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        at = run_overview()
+        assert not at.error, [e.value for e in at.error]
+        assert availability_shown(at) == before
+        assert any("being updated" in i.value for i in at.info)
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)
+    assert holder.returncode == 0
+    # Writer gone: a fresh run reads the file again and the notice disappears.
+    at = run_overview()
+    assert availability_shown(at) == before
+    assert not any("being updated" in i.value for i in at.info)
+
+
+def test_a_page_that_was_never_read_says_to_reload_while_locked(db: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db)], env=ENV, cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.query_params["week"] = "2026-W01"  # parameters never read before: nothing cached
+        at.run()  # bounded: READ_RETRIES lock retries, then the message
+        assert not at.exception
+        assert any("being updated" in e.value for e in at.error)
+        assert any("Reload the page" in m.value for m in at.markdown)
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=60)

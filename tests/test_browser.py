@@ -1,0 +1,186 @@
+"""The dashboard in a real headless Chromium: overview → node → job, by clicking rows.
+
+Starts `gpufleet app` (`streamlit run`) on 127.0.0.1 (a free port), waits (bounded) for
+/_stcore/health, drives Debian's Chromium with playwright, saves screenshots under
+test-artifacts/, and always stops the server.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.app_fixture import build_app_db
+from tests.conftest import require
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+STARTUP_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        require(False, "playwright-python")
+    db = build_app_db(tmp_path_factory.mktemp("browser") / "fleet.duckdb")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("log") / "streamlit.log").open("w")
+    # `gpufleet app` runs `streamlit run` on 127.0.0.1; its own session so the kill reaches both.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; see {log.name}")
+            time.sleep(0.3)
+        yield base, db
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def settle(page) -> None:
+    """Wait until Streamlit has finished the script run (no running indicator)."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=30_000
+    )
+    page.wait_for_timeout(500)
+
+
+def screenshot(page, name: str) -> None:
+    """The whole page: Streamlit scrolls inside its own container, so grow the viewport."""
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"], "
+        "[data-testid=\"stAppViewContainer\"], section.main')].map(e => e.scrollHeight), 1000)"
+    )
+    page.set_viewport_size({"width": 1500, "height": min(int(height) + 50, 6000)})
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(ARTIFACTS / "browser" / name))
+    page.set_viewport_size({"width": 1500, "height": 1000})
+
+
+def no_exception(page) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert "Traceback" not in page.inner_text("body")
+
+
+def click_first_row(page, table) -> None:
+    """Select the first data row of a st.dataframe (its row-selection checkbox)."""
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None
+    # Glide data grid: a header row, then rows of the same height; the selection
+    # marker is the leftmost column.
+    row_h = 35
+    page.mouse.click(box["x"] + 18, box["y"] + row_h + row_h / 2)
+
+
+def test_overview_to_node_to_job(server, browser) -> None:
+    base, db = server
+    con = duckdb.connect(str(db), read_only=True)
+    availability = con.execute(
+        "SELECT node_availability FROM weekly_summary WHERE week = '2026-W48' AND coalesce(cluster, '*') = '*'"
+    ).fetchall()[0][0]
+    con.close()
+    shutil.rmtree(ARTIFACTS / "browser", ignore_errors=True)
+    (ARTIFACTS / "browser").mkdir(parents=True, exist_ok=True)
+
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page.goto(f"{base}/?week=2026-W48")
+    page.get_by_role("heading", name="Fleet overview").wait_for(timeout=30_000)
+    settle(page)
+    kpi = page.locator('[data-testid="stMetric"]').filter(has_text="Node availability")
+    assert f"{availability * 100:.2f} %" in kpi.inner_text()
+    no_exception(page)
+    screenshot(page, "1-overview.png")
+
+    top_nodes = page.locator('[data-testid="stDataFrame"]').first
+    click_first_row(page, top_nodes)
+    page.get_by_role("heading", name="Node gpu-001").wait_for(timeout=30_000)
+    settle(page)
+    assert "node=gpu-001" in page.url and "/nodes" in page.url
+    assert "Availability" in page.locator('[data-testid="stMetric"]').first.inner_text()
+    no_exception(page)
+    screenshot(page, "2-node.png")
+
+    jobs_table = page.locator('[data-testid="stDataFrame"]').last
+    click_first_row(page, jobs_table)
+    page.get_by_role("heading", name="Job j-101").wait_for(timeout=30_000)
+    settle(page)
+    assert "job=j-101" in page.url
+    assert "Goodput" in page.inner_text("body")
+    no_exception(page)
+    screenshot(page, "3-job.png")
+    page.close()
+
+
+def test_shareable_urls_open_the_drill_downs(server, browser) -> None:
+    base, _ = server
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    for path, heading, shot in [
+        ("/jobs?job=j-103", "Job j-103", "4-job-stragglers.png"),
+        ("/anomalies?severity=critical&week=2026-W48", "Anomalies", "5-anomalies.png"),
+        ("/nodes?week=2026-W48", "Nodes", "6-nodes.png"),
+    ]:
+        page.goto(base + path)
+        page.get_by_role("heading", name=heading).wait_for(timeout=30_000)
+        settle(page)
+        no_exception(page)
+        screenshot(page, shot)
+    page.close()

@@ -1,0 +1,555 @@
+"""Prometheus ingest against a REAL Prometheus server serving backfilled landing data.
+
+The fleet: 2 nodes x 8 GPUs x 2 h, scraped every 30 s, with a telemetry gap, a NotReady
+spell, an Unknown spell, a cordon, NIC links dropping, and two XIDs. Ingesting it back must
+reproduce the landing rows exactly (same count, same values).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import parse_qs, urlsplit
+
+import polars as pl
+import pytest
+
+from pipelines.errors import ConfigError, SourceError
+from pipelines.sources.prometheus import (
+    PrometheusSettings,
+    chunks,
+    ingest_prometheus,
+    node_of,
+    normalise_pci_bus_id,
+    parse_time,
+    read_watermarks,
+    redact_url,
+)
+from pipelines.store import row_counts
+from tests.conftest import require
+from tests.prometheus_server import available, backfill, prometheus_server
+
+T0 = datetime(2026, 11, 23, tzinfo=UTC)
+SCRAPE = timedelta(seconds=30)
+POINTS = 240  # 2 h
+NODES = ("gpu-node-01", "gpu-node-02")
+GPU_METRICS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+GAP = (T0 + timedelta(minutes=40), T0 + timedelta(minutes=50))  # node 02 GPU 3 silent
+
+
+def _uuid(node: str, gpu: int) -> str:
+    return f"GPU-{NODES.index(node):08x}-0000-4000-8000-{gpu:012x}"
+
+
+def small_fleet() -> dict[str, pl.DataFrame]:
+    times = [T0 + i * SCRAPE for i in range(POINTS)]
+    gpu_rows = []
+    for node in NODES:
+        for gpu in range(8):
+            for i, ts in enumerate(times):
+                if node == NODES[1] and gpu == 3 and GAP[0] <= ts < GAP[1]:
+                    continue
+                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_GPU_UTIL", float((i * 7 + gpu) % 101)))
+                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_GPU_TEMP", 40.0 + gpu + (i % 5) * 0.5))
+                dbe = 1.0 if (node == NODES[0] and gpu == 2 and i >= 100) else 0.0
+                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dbe))
+    gpu_samples = pl.DataFrame(
+        gpu_rows, schema=["ts", "node", "gpu", "uuid", "metric", "value"], orient="row"
+    ).with_columns(pl.col("gpu").cast(pl.Int64))
+    cond_rows = []
+    for node in NODES:
+        for i, ts in enumerate(times):
+            status = "True"
+            if node == NODES[0] and 60 <= i < 70:
+                status = "False"
+            if node == NODES[1] and 150 <= i < 155:
+                status = "Unknown"
+            cond_rows.append((ts, node, "Ready", status))
+            cond_rows.append((ts, node, "MemoryPressure", "False"))
+            cordoned = node == NODES[1] and 200 <= i < 230
+            cond_rows.append((ts, node, "Unschedulable", "True" if cordoned else "False"))
+    node_conditions = pl.DataFrame(cond_rows, schema=["ts", "node", "condition", "status"], orient="row")
+    ns_rows = []
+    for node in NODES:
+        for i, ts in enumerate(times):
+            up = 6.0 if (node == NODES[0] and i >= 120) else 8.0
+            ns_rows.append((ts, node, "nic_links_up", up))
+            ns_rows.append((ts, node, "nic_link_errors_total", float(i // 10 if node == NODES[0] else 0)))
+    node_samples = pl.DataFrame(ns_rows, schema=["ts", "node", "metric", "value"], orient="row")
+    gpu_events = pl.DataFrame(
+        [
+            (times[100], NODES[0], 2, _uuid(NODES[0], 2), "xid", 48),
+            (times[170], NODES[1], 5, _uuid(NODES[1], 5), "xid", 79),
+        ],
+        schema=["ts", "node", "gpu", "uuid", "kind", "code"],
+        orient="row",
+    )
+    nodes = pl.DataFrame(
+        [
+            (NODES[0], "train-a", "p5.48xlarge", "NVIDIA H100 80GB HBM3", 8, 8),
+            (NODES[1], "train-a", "p5.48xlarge", "NVIDIA H100 80GB HBM3", 8, 8),
+        ],
+        schema=["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
+        orient="row",
+    )
+    return {
+        "gpu_samples": gpu_samples,
+        "node_conditions": node_conditions,
+        "node_samples": node_samples,
+        "gpu_events": gpu_events,
+        "nodes": nodes,
+    }
+
+
+SETTINGS = PrometheusSettings(chunk_s=1800, retries=1, backoff_s=0.05, timeout_s=20)
+END = T0 + POINTS * SCRAPE  # 02:00, exclusive
+
+
+@pytest.fixture(scope="module")
+def fleet() -> dict[str, pl.DataFrame]:
+    return small_fleet()
+
+
+@pytest.fixture(scope="module")
+def tsdb(tmp_path_factory, fleet) -> Path:
+    require(available(), "Prometheus (Debian package `prometheus`: prometheus, promtool)")
+    storage = tmp_path_factory.mktemp("prom") / "data"
+    backfill(fleet, storage)
+    return storage
+
+
+@pytest.fixture(scope="module")
+def server(tsdb):
+    with prometheus_server(tsdb) as srv:
+        yield srv
+
+
+def _rows(con, sql: str) -> set[tuple]:
+    return set(con.execute(sql).fetchall())
+
+
+def _landing(frame: pl.DataFrame, columns: list[str], until: datetime = END) -> set[tuple]:
+    return set(frame.filter(pl.col("ts") < until).select(columns).rows())
+
+
+@pytest.mark.integration
+def test_ingest_reproduces_the_landing_samples(con, server, fleet):
+    report = ingest_prometheus(con, server.url, T0, END, SETTINGS)
+    counts = row_counts(con)
+    assert counts["gpu_samples"] == fleet["gpu_samples"].height  # 2*8*240*3 - 20*3 (gap)
+    assert _rows(con, "SELECT ts, node, gpu, uuid, metric, value FROM gpu_samples") == _landing(
+        fleet["gpu_samples"], ["ts", "node", "gpu", "uuid", "metric", "value"]
+    )
+    assert counts["node_conditions"] == fleet["node_conditions"].height
+    assert _rows(con, "SELECT ts, node, condition, status FROM node_conditions") == _landing(
+        fleet["node_conditions"], ["ts", "node", "condition", "status"]
+    )
+    assert _rows(con, "SELECT ts, node, metric, value FROM node_samples") == _landing(
+        fleet["node_samples"], ["ts", "node", "metric", "value"]
+    )
+    assert _rows(con, "SELECT ts, node, gpu, uuid, kind, code FROM gpu_events") == _landing(
+        fleet["gpu_events"], ["ts", "node", "gpu", "uuid", "kind", "code"]
+    )
+    assert _rows(con, "SELECT DISTINCT source FROM gpu_events") == {("dcgm",)}
+    assert _rows(con, "SELECT * FROM nodes") == set(fleet["nodes"].rows())
+    # The PCI bus id of each GPU is kept for the kernel-log ingest.
+    assert _rows(con, "SELECT pci_bus_id FROM gpu_devices WHERE node = 'gpu-node-01' AND gpu = 3") == {
+        ("0000:48:00",)
+    }
+    # Default metrics the small fleet does not have are reported, not silently ignored.
+    empty = [w for w in report.warnings if "enable them in dcgm-exporter's counters file" in w]
+    assert len(empty) == 1 and "`DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL`" in empty[0]
+    assert "`DCGM_FI_DEV_GPU_UTIL`" not in empty[0]
+    # 4 chunks of 30 min per query; each sample fetched exactly once.
+    assert all(q.end == END for q in report.queries)
+    assert report.samples_fetched >= counts["gpu_samples"]
+
+
+@pytest.mark.integration
+def test_second_run_fetches_only_what_is_new(con, server, fleet):
+    middle = T0 + timedelta(minutes=65)  # not on a chunk edge
+    first = ingest_prometheus(con, server.url, T0, middle, SETTINGS)
+    gpu_first = row_counts(con)["gpu_samples"]
+    assert gpu_first == fleet["gpu_samples"].filter(pl.col("ts") < middle).height
+    marks = read_watermarks(con, "prometheus:" + server.url)
+    assert marks["gpu:DCGM_FI_DEV_GPU_UTIL"] == middle
+    second = ingest_prometheus(con, server.url, T0, END, SETTINGS)
+    gpu_queries = [q for q in second.queries if q.key.startswith("gpu:DCGM_FI_DEV_GPU_UTIL")]
+    assert [q.start for q in gpu_queries] == [middle]
+    # Only the samples after the watermark were fetched: util samples in [01:05, 02:00).
+    new_util = fleet["gpu_samples"].filter((pl.col("ts") >= middle) & (pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL"))
+    assert gpu_queries[0].samples == new_util.height
+    assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
+    # The XID that happened after the watermark is found once, the one before it is not repeated.
+    assert con.execute("SELECT count(*) FROM gpu_events").fetchall()[0][0] == 2
+    assert first.samples_fetched + second.samples_fetched > 0
+    # A third run over the same window fetches nothing and changes nothing.
+    third = ingest_prometheus(con, server.url, T0, END, SETTINGS)
+    assert third.queries == [] and third.samples_fetched == 0
+    assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
+
+
+@pytest.mark.integration
+def test_hostname_label_of_newer_exporters_and_downsampling(con, tmp_path, fleet):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    storage = tmp_path / "lower"
+    subset = {k: v for k, v in fleet.items() if k in ("gpu_samples", "nodes")}
+    backfill(subset, storage, host_label="hostname")
+    settings = PrometheusSettings(chunk_s=3600, retries=0, gpu_metrics=list(GPU_METRICS))
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, END, settings)
+        assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
+        # Push-down: one point per 10 min per series, the server's max for counters.
+        report = ingest_prometheus(con, srv.url, T0, END, settings, downsample_s=600)
+    downsampled = next(q for q in report.queries if q.key == "gpu:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
+    # 16 series x 12 steps in [00:00, 02:00); the gap GPU has a value in every step too.
+    assert downsampled.samples == 16 * 12
+    assert downsampled.series == 16 * 2  # two 1-h chunks
+
+
+@pytest.mark.integration
+def test_server_dying_mid_ingest_leaves_the_database_as_it_was(con, tmp_path, fleet):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    storage = tmp_path / "dying"
+    backfill(fleet, storage)
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=30), SETTINGS)
+        before = row_counts(con)
+        marks_before = read_watermarks(con, "prometheus:" + srv.url)
+
+        def kill_after_first_chunk(n: int) -> None:
+            if n == 1:
+                stopper = threading.Thread(target=srv.stop)
+                stopper.start()
+                stopper.join()
+
+        with pytest.raises(SourceError, match="could not be reached"):
+            ingest_prometheus(con, srv.url, T0, END, SETTINGS, after_chunk=kill_after_first_chunk)
+    assert row_counts(con) == before
+    assert read_watermarks(con, "prometheus:" + srv.url) == marks_before
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__stage%'").fetchall()[0][0] == 0
+
+
+@pytest.mark.integration
+def test_an_empty_window_is_a_clear_error(con, server):
+    with pytest.raises(SourceError, match="returned no samples"):
+        ingest_prometheus(con, server.url, datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, 1, tzinfo=UTC), SETTINGS)
+    assert row_counts(con)["gpu_samples"] == 0
+
+
+@pytest.mark.integration
+def test_a_bad_selector_names_the_query(con, server):
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL{"], retries=0)
+    with pytest.raises(SourceError, match=r"rejected the query .*HTTP 400"):
+        ingest_prometheus(con, server.url, T0, END, settings)
+
+
+# ------------------------------------------------- HTTP behaviour: a small real server
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    """Answers `status` `failures` times, then one sample for a range selector (an empty
+    vector for anything else); records the auth headers it saw."""
+
+    failures = 0
+    seen: ClassVar[list[str | None]] = []
+    status = 503
+
+    def do_POST(self) -> None:
+        type(self).seen.append(self.headers.get("Authorization"))
+        length = int(self.headers.get("Content-Length") or 0)
+        form = parse_qs(self.rfile.read(length).decode()) | parse_qs(urlsplit(self.path).query)
+        if type(self).failures > 0:
+            type(self).failures -= 1
+            self.send_response(type(self).status)
+            self.end_headers()
+            self.wfile.write(b'{"status":"error","error":"overloaded"}')
+            return
+        data: dict = {"resultType": "vector", "result": []}
+        if form["query"][0].endswith("ms]"):
+            at = float(form["time"][0])
+            labels = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1"}
+            data = {"resultType": "matrix", "result": [{"metric": labels, "values": [[at - 30, "5"]]}]}
+        body = json.dumps({"status": "success", "data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky():
+    _Flaky.seen = []
+    _Flaky.failures = 0
+    _Flaky.status = 503
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", _Flaky
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_5xx_is_retried_with_backoff_and_the_token_is_sent(con, flaky):
+    url, handler = flaky
+    handler.failures = 2
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="",
+                                  xid_last_metric="", condition_metric="", unschedulable_metric="",
+                                  retries=3, backoff_s=0.01)
+    report = ingest_prometheus(con, url, T0, T0 + timedelta(minutes=10), settings,
+                               env={"GPUFLEET_PROM_TOKEN": "s3cret"})
+    assert handler.seen[:3] == ["Bearer s3cret"] * 3  # two 503s, then the answer
+    assert row_counts(con)["gpu_samples"] == 1
+    assert report.loads
+
+
+def test_basic_auth_from_the_environment_and_a_401_never_shows_the_secret(con, flaky):
+    url, handler = flaky
+    handler.failures, handler.status = 1, 401
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], retries=3, backoff_s=0.01)
+    with pytest.raises(SourceError) as err:
+        ingest_prometheus(con, url, T0, T0 + timedelta(minutes=10), settings,
+                          env={"GPUFLEET_PROM_USER": "sre", "GPUFLEET_PROM_PASSWORD": "pa55word"})
+    assert "HTTP 401" in str(err.value) and "GPUFLEET_PROM_TOKEN" in str(err.value)
+    assert "pa55word" not in str(err.value)
+    assert handler.seen == ["Basic c3JlOnBhNTV3b3Jk"]  # base64("sre:pa55word"); a 401 is not retried
+
+
+def test_5xx_that_persists_is_a_source_error(con, flaky):
+    url, handler = flaky
+    handler.failures = 100
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], retries=2, backoff_s=0.01)
+    with pytest.raises(SourceError, match=r"kept failing \(HTTP 503\) after 2 retries"):
+        ingest_prometheus(con, url, T0, T0 + timedelta(minutes=10), settings)
+    assert len(handler.seen) == 3
+
+
+def test_unreachable_server_is_a_source_error(con):
+    from tests.prometheus_server import free_port
+
+    settings = PrometheusSettings(retries=1, backoff_s=0.01, timeout_s=2)
+    with pytest.raises(SourceError, match="could not be reached"):
+        ingest_prometheus(con, f"http://user:pw@127.0.0.1:{free_port()}", T0, T0 + timedelta(hours=1), settings)
+
+
+# ------------------------------------------------- pure helpers
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "size", "expected"),
+    [
+        (0, 10, 5, [(0, 5), (5, 10)]),  # exact split: b of one chunk is a of the next
+        (0, 11, 5, [(0, 5), (5, 10), (10, 11)]),  # a short last chunk
+        (3, 4, 5, [(3, 4)]),  # window shorter than a chunk
+        (5, 5, 5, []),  # empty window
+    ],
+)
+def test_chunks_are_half_open_and_cover_the_window(start, end, size, expected):
+    assert chunks(start, end, size) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-23T00:00:00Z", datetime(2026, 11, 23, tzinfo=UTC)),
+        ("2026-11-23T01:00:00+01:00", datetime(2026, 11, 23, tzinfo=UTC)),  # offset converted
+        ("2026-11-23T00:00:00", datetime(2026, 11, 23, tzinfo=UTC)),  # no offset: UTC
+        ("now", datetime(2026, 12, 2, 12, tzinfo=UTC)),
+        ("-7d", datetime(2026, 11, 25, 12, tzinfo=UTC)),  # 12:00 Dec 2 - 7 * 24 h
+        ("-90m", datetime(2026, 12, 2, 10, 30, tzinfo=UTC)),
+        ("-1w", datetime(2026, 11, 25, 12, tzinfo=UTC)),
+    ],
+)
+def test_parse_time(text, expected):
+    assert parse_time(text, now=datetime(2026, 12, 2, 12, tzinfo=UTC)) == expected
+
+
+@pytest.mark.parametrize("text", ["yesterday", "-7x", "2026-13-01T00:00:00Z", ""])
+def test_parse_time_rejects(text):
+    with pytest.raises(ConfigError, match="is not a time"):
+        parse_time(text)
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ({"node": "n1", "Hostname": "dcgm-exporter-x7k"}, "n1"),  # target label beats the pod name
+        ({"Hostname": "n2"}, "n2"),  # dcgm-exporter up to 4.8
+        ({"hostname": "n3"}, "n3"),  # newer releases
+        ({"instance": "10.0.0.7:9400"}, "10.0.0.7"),  # port dropped
+        ({"instance": "[fe80::1]:9400"}, "fe80::1"),
+        ({"Hostname": ""}, None),
+    ],
+)
+def test_node_of(labels, expected):
+    assert node_of(labels, ["node", "Hostname", "hostname", "instance"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("00000000:3B:00.0", "0000:3b:00"),  # dcgm-exporter label
+        ("0000:3b:00", "0000:3b:00"),  # kernel NVRM message
+        ("PCI:0000:af:00", "0000:af:00"),
+        ("3b:00.0", "0000:3b:00"),
+        ("zz:00", None),
+    ],
+)
+def test_normalise_pci_bus_id(text, expected):
+    assert normalise_pci_bus_id(text) == expected
+
+
+def test_redact_url_drops_credentials():
+    assert redact_url("https://sre:secret@prom.example:9090/api/") == "https://prom.example:9090/api"
+
+
+def test_unknown_prometheus_setting_is_named():
+    with pytest.raises(ConfigError, match="prometheus.chunk_seconds"):
+        PrometheusSettings.from_extra({"prometheus": {"chunk_seconds": 60}})
+
+
+# ------------------------------------------------- the command line
+
+
+def _cli(db: Path, *args: str, env: dict | None = None):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(db), *args],
+        capture_output=True, text=True, timeout=120, cwd=root, check=False,
+        env={**os.environ, "PYTHONPATH": str(root), "GPUFLEET_CONFIG": "", **(env or {})},
+    )
+
+
+@pytest.mark.integration
+def test_cli_ingest_prometheus(tmp_path, server, fleet):
+    db = tmp_path / "cli.duckdb"
+    config = tmp_path / "gpufleet.toml"
+    config.write_text('[prometheus]\nchunk_s = 3600\ngpu_metrics = ["DCGM_FI_DEV_GPU_UTIL"]\n')
+    done = _cli(db, "--config", str(config), "ingest", "prometheus", "--url", server.url,
+                "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T02:00:00Z",
+                env={"GPUFLEET_PROM_TOKEN": "tok-123"})
+    assert done.returncode == 0, done.stderr
+    util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
+    assert f"{util:,}" in done.stdout and "samples/s" in done.stdout
+    assert "tok-123" not in done.stdout + done.stderr
+
+
+def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
+    from tests.prometheus_server import free_port
+
+    config = tmp_path / "gpufleet.toml"
+    config.write_text("[prometheus]\nretries = 0\n")
+    done = _cli(tmp_path / "x.duckdb", "--config", str(config), "ingest", "prometheus",
+                "--url", f"http://127.0.0.1:{free_port()}", "--start", "-1h")
+    assert done.returncode == 2
+    assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------- the simulator through a real Prometheus
+
+PROMETHEUS_TABLES = ("gpu_samples", "node_samples", "node_conditions", "gpu_events", "nodes")
+# Columns kube-state-metrics does not carry (condition reasons, and the evidence texts that
+# quote them: `hardware_signal` says "AcceleratedHardwareReady=False (NvidiaXID79Error)"),
+# or that name the source. Every number must match.
+NOT_CARRIED = {"reason", "message", "source", "evidence", "hardware_signal"}
+
+
+def _table_rows(con, table: str) -> set[tuple]:
+    columns = [r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position",
+        {"t": table}).fetchall() if r[0] not in NOT_CARRIED]
+    select = ", ".join(f'"{c}"' for c in columns)
+    return {tuple(_hashable(v) for v in row) for row in con.execute(f'SELECT {select} FROM "{table}"').fetchall()}
+
+
+def _hashable(value):
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    from pipelines.compute import compute
+    from pipelines.config import Settings
+    from pipelines.simulate import SimulationConfig, simulate
+    from pipelines.store import TableInput, load_batch, open_store
+
+    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3))
+    storage = tmp_path / "sim"
+    backfill(frames, storage)
+    direct = open_store(tmp_path / "direct.duckdb")
+    via_prom = open_store(tmp_path / "prom.duckdb")
+    landing = [t for t in frames if t != "ground_truth"]
+    load_batch(direct, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in landing], "simulator")
+    # What Prometheus does not carry (jobs, steps, checkpoints, maintenance) comes from files.
+    others = [t for t in landing if t not in PROMETHEUS_TABLES]
+    load_batch(via_prom, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in others], "simulator")
+    start = frames["gpu_samples"]["ts"].min()
+    end = max(frames[t]["ts"].max() for t in ("gpu_samples", "node_samples", "node_conditions")) + timedelta(seconds=1)
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(via_prom, srv.url, start, end, PrometheusSettings(scrape_interval_s=60))
+    for table in PROMETHEUS_TABLES:
+        assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+    # Every derived table (metrics, anomalies) computed from either database is the same.
+    landing_and_bookkeeping = set(landing) | {"load_log", "ingest_watermarks", "gpu_devices", "compute_log"}
+    compute(direct, Settings())
+    compute(via_prom, Settings())
+    derived = [r[0] for r in direct.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
+               if r[0] not in landing_and_bookkeeping]
+    for table in derived:
+        assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+
+
+@pytest.mark.integration
+def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    import subprocess
+
+    from tests.prometheus_server import PROMTOOL
+
+    t0 = T0.timestamp()
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    for job in ("dcgm-a", "dcgm-b"):
+        for i in range(3):  # 3 scrapes, 30 s apart
+            lines.append(
+                f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-1",Hostname="n1",job="{job}"}} {10 + i} {t0 + 30 * i:.3f}'
+            )
+    lines.append("# EOF")
+    text = tmp_path / "dup.om.txt"
+    text.write_text("\n".join(lines) + "\n")
+    storage = tmp_path / "dup"
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+                   check=True, capture_output=True, timeout=120)
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5),
+                          PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"]))
+    # Two series x 3 samples, listed twice in the settings: still 3 rows.
+    assert con.execute("SELECT value FROM gpu_samples ORDER BY ts").fetchall() == [(10.0,), (11.0,), (12.0,)]
+
+
+def test_the_window_stops_settle_s_before_now(con, flaky):
+    url, _handler = flaky
+    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="",
+                                  xid_last_metric="", condition_metric="", unschedulable_metric="", settle_s=120)
+    now = datetime.now(UTC)
+    report = ingest_prometheus(con, url, now - timedelta(hours=1), now + timedelta(hours=1), settings)
+    # The end moved back to (about) now - 120 s: the run started after `now`, so allow its length.
+    assert now - timedelta(seconds=120) <= report.queries[0].end <= datetime.now(UTC) - timedelta(seconds=120)
+    with pytest.raises(ConfigError, match="nothing is settled"):
+        ingest_prometheus(con, url, now - timedelta(seconds=60), now, settings)

@@ -1,0 +1,200 @@
+"""`gpufleet report` on the hand-made fleet: the numbers in md, json and html are the hand-worked ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from pipelines.errors import ConfigError, DatabaseMissingError, GpufleetError
+from pipelines.report import build_report, to_html, to_json, to_markdown
+from pipelines.store import connect, open_store
+from pipelines.weeks import parse_week
+from tests.report_fixture import computed_fixture
+
+ROOT = Path(__file__).resolve().parent.parent
+W48 = parse_week("2026-W48")
+
+
+@pytest.fixture
+def fixture_db(tmp_path: Path) -> Path:
+    return computed_fixture(tmp_path / "fleet.duckdb")
+
+
+@pytest.fixture
+def report(fixture_db):
+    con = connect(fixture_db, read_only=True)
+    yield build_report(con, W48)
+    con.close()
+
+
+MARKDOWN_LINES = [
+    # availability 485/498 = 97.39 %, W47 499/504 = 99.01 % -> -1.62 pp
+    "| Node availability | 97.39 % | 99.01 % | -1.62 pp |",
+    # 2 of 4 eligible vs 2 of 2
+    "| Job success rate | 50.00 % | 100.00 % | -50.00 pp |",
+    # 240/296 = 81.08 %
+    "| Job success rate (GPU-hour weighted) | 81.08 % | 100.00 % | -18.92 pp |",
+    # 266/396 = 67.17 % vs 96/120 = 80 %
+    "| Goodput | 67.17 % | 80.00 % | -12.83 pp |",
+    # 64800/135000 = 48 % vs 43200/111600 = 38.71 %
+    "| ETTR | 48.00 % | 38.71 % | +9.29 pp |",
+    # 485/3 = 161.7 h vs 499/2 = 249.5 h
+    "| MTBF | 161.7 h | 249.5 h | -87.8 h |",
+    # (4 + 4) / 2 (the episode open at the horizon left out) vs (3 + 5) / 2
+    "| MTTR | 4.0 h | 4.0 h | +0.0 h |",
+    # 6 per 16.5 GPU-days = 363.6; W47 1 per 5 = 200
+    "| Interruptions per 1,000 GPU-days | 363.6 | 200.0 | +163.6 |",
+    "| Software failures | 3 | 0 | +3 |",
+    # stack: capacity 2640 + 1344; productive 178 + 88
+    "| capacity | 3,984.0 | 100.00 % |",
+    "| productive | 266.0 | 6.68 % |",
+    # j2 a0: 16 GPUs x 4 h, XID 79 on n2 two minutes before the end; 1 of 7 failed attempts
+    "| hardware | XID 79 | 1 | 1 | 64.0 | 14.29 % | 57.14 % |",
+    # j3: three 1-h 8-GPU attempts, exit 1
+    "| software | failed (exit 1) | 3 | 1 | 24.0 | 42.86 % | 42.86 % |",
+    # n2: (2 unknown + 4 unavailable) h x 8 GPUs; availability 162/168
+    "| n2 | c1 | NVIDIA H100 80GB HBM3 | 48.0 | 32.0 | 16.0 | 96.43 % | 1 | 79 |",
+]
+
+
+@pytest.mark.parametrize("line", MARKDOWN_LINES)
+def test_markdown_shows_the_hand_worked_numbers(report, line):
+    assert line in to_markdown(report)
+
+
+def test_markdown_lists_worst_nodes_first(report):
+    text = to_markdown(report)
+    assert text.index("| n2 |") < text.index("| n1 |") < text.index("| n3 |")
+
+
+def test_json_carries_raw_values(report):
+    payload = json.loads(to_json(report))
+    assert payload["week"] == "2026-W48" and payload["week_start"] == "2026-11-23"
+    summary = {row["metric"]: row for row in payload["summary"]}
+    assert summary["node_availability"]["value"] == pytest.approx(485 / 498)
+    assert summary["node_availability"]["delta"] == pytest.approx(485 / 498 - 499 / 504)
+    assert summary["goodput"]["value"] == pytest.approx(266 / 396)
+    assert summary["mtbf_h"]["previous"] == pytest.approx(249.5)
+    stack = {row["level"]: row["gpu_h"] for row in payload["goodput_stack"]}
+    assert stack["capacity"] == stack["unavailable"] + stack["unknown"] + stack["idle"] + stack["allocated"]
+    assert stack["allocated"] == sum(stack[k] for k in ("init", "checkpoint", "wasted", "other", "productive"))
+    assert [n["node"] for n in payload["top_nodes"]] == ["n2", "n1", "n3"]
+    assert [n["down_gpu_h"] for n in payload["top_nodes"]] == [48.0, 32.0, 24.0]
+    assert sum(f["attempts"] for f in payload["failures"]) == 7
+
+
+def test_html_is_self_contained_and_has_the_numbers(report):
+    page = to_html(report)
+    assert "<td class=n>97.39 %</td>" in page and "<td>XID 79</td>" in page
+    # plotly.js inlined, nothing fetched from the network
+    assert "plotly.js v" in page
+    assert not re.search(r"<script[^>]+src=", page)
+    assert not re.search(r"<link[^>]+href=", page)
+    # the waterfall carries the stack's GPU-hours
+    assert '"Goodput stack (GPU-hours)"' in page and "3,984.0" in page
+
+
+def test_cluster_scope(fixture_db):
+    con = connect(fixture_db, read_only=True)
+    c2 = build_report(con, W48, cluster="c2")
+    con.close()
+    assert c2.top_nodes["node"].to_list() == ["n3"]
+    # c2's failed attempts: j3 x3 software, j5 preempted and timeout
+    assert sorted(c2.failures["cause"].to_list()) == ["failed (exit 1)", "preempted", "timeout"]
+    goodput = c2.summary.filter(c2.summary["metric"] == "goodput")["value"][0]
+    assert goodput == pytest.approx(88 / 152)
+
+
+def test_a_week_without_data_names_the_weeks_that_have_some(fixture_db):
+    con = connect(fixture_db, read_only=True)
+    with pytest.raises(GpufleetError, match="No data for week 2026-W50") as err:
+        build_report(con, parse_week("2026-W50"))
+    con.close()
+    assert "2026-W47, 2026-W48" in err.value.hint
+
+
+def test_an_uncomputed_database_says_to_run_compute(tmp_path):
+    open_store(tmp_path / "empty.duckdb").close()
+    con = connect(tmp_path / "empty.duckdb", read_only=True)
+    with pytest.raises(DatabaseMissingError, match="no `weekly_summary` table") as err:
+        build_report(con, W48)
+    con.close()
+    assert "gpufleet compute" in err.value.hint
+
+
+@pytest.mark.parametrize(
+    ("text", "monday"),
+    [("2026-W48", "2026-11-23"), ("2026-W01", "2025-12-29"), ("2026-W53", "2026-12-28"),
+     ("2027-W01", "2027-01-04")],
+)
+def test_parse_week(text, monday):
+    assert str(parse_week(text).start) == monday
+    assert parse_week(text).label == text
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    # Wed 2026-12-02 is in W49. 2027-W01 starts Mon 2027-01-04: on Mon 2027-01-11 (W02) last week
+    # is 2027-W01, on Mon 2027-01-04 it is 2026-W53 (2026 has 53 ISO weeks).
+    [("this", "2026-W49"), ("last", "2026-W48"), ("LAST", "2026-W48")],
+)
+def test_relative_weeks(text, label):
+    assert parse_week(text, today=date(2026, 12, 2)).label == label
+    assert parse_week("last", today=date(2027, 1, 11)).label == "2027-W01"
+    assert parse_week("last", today=date(2027, 1, 4)).label == "2026-W53"
+
+
+@pytest.mark.parametrize("text", ["2026-48", "2026-W54", "2025-W53", "W48", "2026-w48x"])
+def test_parse_week_rejects(text):
+    with pytest.raises(ConfigError, match="not an ISO week"):
+        parse_week(text)
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *args], check=False, cwd=cwd, env=env, capture_output=True,
+        text=True, timeout=120,
+    )
+
+
+def test_cli_writes_md_json_and_html(fixture_db, tmp_path):
+    md = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    assert "| Goodput | 67.17 % | 80.00 % | -12.83 pp |" in md.stdout
+    js = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "json",
+                 "--cluster", "c1", cwd=tmp_path)
+    assert js.returncode == 0, js.stderr
+    summary = {r["metric"]: r["value"] for r in json.loads(js.stdout)["summary"]}
+    assert summary["node_availability"] == pytest.approx(320 / 330)
+    page = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html",
+                   cwd=tmp_path)
+    assert page.returncode == 0, page.stderr
+    assert "<td class=n>67.17 %</td>" in (tmp_path / "report-2026-W48.html").read_text()
+
+
+def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
+    result = run_cli("--db", str(fixture_db), "report", "--week", "48", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not an ISO week" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_every_option_is_documented(command):
+    import typer
+
+    from pipelines.cli import app
+
+    docs = (ROOT / "docs" / "weekly-review.md").read_text()
+    click_command = typer.main.get_command(app).commands[command]
+    options = [opt for p in click_command.params for opt in p.opts if opt.startswith("--")]
+    assert options
+    for option in options:
+        assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in docs/weekly-review.md"

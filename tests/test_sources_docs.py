@@ -1,0 +1,23 @@
+"""docs/sources.md documents every ingest command and every [prometheus] setting."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import ingest_app
+from pipelines.sources.prometheus import PrometheusSettings
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "sources.md").read_text()
+
+
+@pytest.mark.parametrize("command", sorted(c.name for c in ingest_app.registered_commands))
+def test_every_ingest_command_is_documented(command):
+    assert f"gpufleet ingest {command}" in DOC
+
+
+@pytest.mark.parametrize("setting", [f.name for f in dataclasses.fields(PrometheusSettings)])
+def test_every_prometheus_setting_is_documented(setting):
+    assert f"{setting} =" in DOC or f"`{setting}`" in DOC
