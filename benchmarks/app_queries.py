@@ -16,7 +16,7 @@ import re
 import statistics
 import sys
 import time
-from datetime import date, datetime, timedelta, UTC
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ from pipelines.sql import load_sql, param_names, query_pl, queries_dir
 from pipelines.store import connect
 
 WARM_RUNS = 3
+# What the pages pass beyond the shared parameters (see the `data.query` calls in the page modules).
+PAGE_PARAMS: dict[str, dict[str, Any]] = {"anomalies": {"node": "*", "job": "*"}}
+QUERY_PARAMS: dict[str, dict[str, Any]] = {"anomaly_list": {"job": "*"}}
 _QUERY_CALL = re.compile(r"""query\(\s*["']([a-z0-9_]+)["']""")
 
 
@@ -32,8 +35,12 @@ def pages(root: Path) -> dict[str, list[str]]:
     available = sorted(p.stem for p in (queries_dir() / "app").glob("*.sql"))
     found: dict[str, list[str]] = {}
     page_dir = root / "gpufleet_app" / "pages"
+    # The shared page frame (week picker, cluster filter, data status) runs on every page.
+    shared = root / "gpufleet_app" / "ui.py"
+    common = _QUERY_CALL.findall(shared.read_text()) if shared.is_file() else []
     for module in sorted(page_dir.glob("*.py")) if page_dir.is_dir() else []:
-        names = [n for n in dict.fromkeys(_QUERY_CALL.findall(module.read_text())) if n in available]
+        calls = common + _QUERY_CALL.findall(module.read_text())
+        names = [n for n in dict.fromkeys(calls) if n in available]
         if names:
             found[module.stem] = names
     if not found and available:
@@ -72,9 +79,10 @@ def representative_params(con, week: str) -> dict[str, Any]:
     }
 
 
-def run_page(con, names: list[str], params: dict[str, Any]) -> dict[str, Any]:
+def run_page(con, names: list[str], page_params: dict[str, Any]) -> dict[str, Any]:
     queries: dict[str, float | str] = {}
     for name in names:
+        params = {**page_params, **QUERY_PARAMS.get(name, {})}
         sql = load_sql(f"app/{name}")
         missing = param_names(sql) - params.keys()
         if missing:
@@ -95,7 +103,8 @@ def main() -> None:
     page, week = sys.argv[1], sys.argv[2]
     root = Path(__file__).resolve().parent.parent
     con = connect(os.environ["GPUFLEET_DB"], read_only=True)
-    result = run_page(con, pages(root)[page], representative_params(con, week))
+    params = {**representative_params(con, week), **PAGE_PARAMS.get(page, {})}
+    result = run_page(con, pages(root)[page], params)
     print(json.dumps(result))
 
 
