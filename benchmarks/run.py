@@ -1,6 +1,9 @@
-"""`make bench [SCALE=S|M]`: time every pipeline stage against the floor.
+"""`make bench [SCALE=XS|S|M]`: time every pipeline stage against the floor.
 
-Each stage runs as its own process so its peak RSS is its own (from `wait4`).
+Each stage runs as its own process so its peak RSS and CPU time are its own (from
+`wait4`). Wall seconds depend on what else the machine runs, so the 1-minute load
+average is recorded before each stage, and CPU seconds (user + system, all threads)
+are reported beside wall seconds: they are the stable measure on a shared machine.
 Output: a table on stdout and `bench-results/<scale>.json`, so two runs compare.
 """
 
@@ -13,29 +16,38 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 SCALES = {
+    "XS": {"nodes": 4, "days": 1},
     "S": {"nodes": 64, "days": 7},
     "M": {"nodes": 512, "days": 7},
 }
 WEEK_START = "2026-11-23"
 WEEK = "2026-W48"
+# Stages whose work is proportional to the landing rows (gpu_samples + rank_steps).
+ROW_STAGES = {"simulate", "ingest", "floor", "compute"}
+STAGES_LOG = "stages.jsonl"  # one finished stage per line, so --resume can pick up after a failure
 
 
 @dataclass
 class StageResult:
     stage: str
     seconds: float
+    cpu_s: float
     peak_rss_mib: float
+    load_1m: float
     rows: int | None = None
     rows_per_s: float | None = None
+    rows_per_cpu_s: float | None = None
     ratio_to_floor: float | None = None
+    cpu_ratio_to_floor: float | None = None
+    detail: dict = field(default_factory=dict)
 
 
-def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """Run a command and read its own peak RSS with wait4 (Linux reports KiB)."""
+def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
+    """Run a command; return (wall s, CPU s, peak RSS MiB, stdout). Linux reports maxrss in KiB."""
     started = time.perf_counter()
     out_path = Path(env["BENCH_TMP"]) / f"{stage}.out"
     with open(out_path, "w") as out, open(out_path.with_suffix(".err"), "w") as err:
@@ -44,27 +56,42 @@ def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[floa
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"stage {stage} failed:\n{out_path.with_suffix('.err').read_text()[-4000:]}")
-    return seconds, usage.ru_maxrss / 1024, out_path.read_text()
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out_path.read_text()
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--scale", choices=sorted(SCALES), default="S")
+    parser.add_argument("--scale", choices=list(SCALES), default="S")
     parser.add_argument("--workdir", type=Path, default=None, help="Where data and the database go.")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="Reuse landing files simulated earlier for this scale (skips the simulate stage).")
+    parser.add_argument("--results", type=Path, default=Path("bench-results"), help="Folder for <scale>.json.")
     parser.add_argument("--keep", action="store_true", help="Keep the data and database afterwards.")
-    args = parser.parse_args()
+    parser.add_argument("--resume", action="store_true",
+                        help="Keep the stages a failed run of the same --workdir completed; run the rest.")
+    args = parser.parse_args(argv)
     scale = SCALES[args.scale]
-    workdir = args.workdir or Path(f"bench-results/work-{args.scale}")
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.mkdir(parents=True)
-    data, db = workdir / "landing", workdir / "fleet.duckdb"
-    env = {**os.environ, "BENCH_TMP": str(workdir), "GPUFLEET_DB": str(db)}
+    workdir = (args.workdir or Path(f"bench-results/work-{args.scale}")).resolve()
+    done: dict[str, StageResult] = {}
+    if args.resume and (workdir / STAGES_LOG).is_file():
+        for line in (workdir / STAGES_LOG).read_text().splitlines():
+            r = StageResult(**json.loads(line))
+            done[r.stage] = r
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+    data, db = (args.data.resolve() if args.data else workdir / "landing"), workdir / "fleet.duckdb"
+    root = Path(__file__).resolve().parent.parent
+    env = {"GPUFLEET_MEMORY_LIMIT": "6GB", **os.environ, "BENCH_TMP": str(workdir), "GPUFLEET_DB": str(db),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     cli = [sys.executable, "-m", "pipelines"]
     py = [sys.executable, "-m"]
 
-    stages: list[tuple[str, list[str]]] = [
-        ("simulate", cli + ["simulate", "--nodes", str(scale["nodes"]), "--days", str(scale["days"]),
-                            "--seed", "1", "--start", WEEK_START, "--out", str(data)]),
+    stages: list[tuple[str, list[str]]] = []
+    if args.data is None:
+        stages.append(("simulate", cli + ["simulate", "--nodes", str(scale["nodes"]), "--days", str(scale["days"]),
+                                          "--seed", "1", "--start", WEEK_START, "--out", str(data)]))
+    stages += [
         ("ingest", cli + ["ingest", "files", str(data)]),
         ("floor", py + ["benchmarks.floor"]),
         ("compute", cli + ["compute", "--force"]),
@@ -72,43 +99,74 @@ def main() -> None:
     ]
     from benchmarks.optional import optional_stages
 
-    stages += optional_stages(cli, py, workdir, WEEK)
+    extra, unavailable = optional_stages(cli, py, workdir, WEEK)
+    stages += extra
 
     results: list[StageResult] = []
-    sample_rows = None
-    for stage, argv in stages:
-        seconds, rss, stdout = run_measured(stage, argv, env)
-        if stage == "ingest":
-            sample_rows = _ingested_rows(db)
-        rows = sample_rows if stage in {"simulate", "ingest", "floor", "compute"} else None
-        results.append(StageResult(stage, round(seconds, 3), round(rss, 1), rows,
-                                   round(rows / seconds) if rows else None))
-        print(f"{stage:<22} {seconds:9.2f} s  {rss:9.0f} MiB", flush=True)
+    rows = None
+    for stage, stage_argv in stages:
+        if stage in done:
+            results.append(done[stage])
+            rows = done[stage].rows if done[stage].rows is not None else rows
+            print(f"{stage:<22} (kept from the interrupted run)", flush=True)
+            continue
+        load = os.getloadavg()[0]
+        seconds, cpu, rss, stdout = run_measured(stage, stage_argv, env)
+        if stage == "simulate" or (stage == "ingest" and rows is None):
+            rows = _landing_rows(data)
+        detail = json.loads(stdout) if stage.startswith("app_") else {}
+        if stage == "floor":
+            detail = json.loads(stdout)
+        counted = rows if stage in ROW_STAGES else None
+        results.append(StageResult(
+            stage, round(seconds, 3), round(cpu, 3), round(rss, 1), round(load, 2), counted,
+            round(counted / seconds) if counted else None,
+            round(counted / cpu) if counted and cpu else None, detail=detail,
+        ))
+        with open(workdir / STAGES_LOG, "a") as log:
+            log.write(json.dumps(asdict(results[-1])) + "\n")
+        print(f"{stage:<22} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}", flush=True)
 
-    floor = next(r.seconds for r in results if r.stage == "floor")
+    floor = next(r for r in results if r.stage == "floor")
     for r in results:
-        r.ratio_to_floor = round(r.seconds / floor, 2)
-    _print_table(args.scale, results)
-    out = Path("bench-results") / f"{args.scale}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"scale": args.scale, **scale, "stages": [asdict(r) for r in results]}, indent=2))
+        r.ratio_to_floor = round(r.seconds / floor.seconds, 2)
+        r.cpu_ratio_to_floor = round(r.cpu_s / floor.cpu_s, 2) if floor.cpu_s else None
+    _print_table(args.scale, results, unavailable)
+    out = args.results / f"{args.scale}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "scale": args.scale, **scale, "rows": rows, "cores": os.cpu_count(), "unavailable": unavailable,
+        "stages": [asdict(r) for r in results],
+    }, indent=2))
     print(f"\nWrote {out}")
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
+    return out
 
 
-def _ingested_rows(db: Path) -> int:
-    import duckdb
+def _landing_rows(data: Path) -> int:
+    """gpu_samples + rank_steps rows in the landing Parquet files (from the footers)."""
+    import pyarrow.parquet as pq
 
-    with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute("SELECT (SELECT count(*) FROM gpu_samples) + (SELECT count(*) FROM rank_steps)").fetchall()[0][0]
+    return sum(pq.ParquetFile(data / f"{t}.parquet").metadata.num_rows for t in ("gpu_samples", "rank_steps")
+               if (data / f"{t}.parquet").is_file())
 
 
-def _print_table(scale: str, results: list[StageResult]) -> None:
-    print(f"\nScale {scale}: {'stage':<22} {'seconds':>9} {'peak MiB':>9} {'rows/s':>13} {'x floor':>8}")
+def _print_table(scale: str, results: list[StageResult], unavailable: list[str]) -> None:
+    print(f"\nScale {scale}:")
+    print(f"| {'stage':<20} | {'wall s':>8} | {'CPU s':>8} | {'peak MiB':>8} | {'rows/s':>11} | "
+          f"{'rows/CPU s':>11} | {'x floor':>7} | {'CPU x floor':>11} | {'load':>5} |")
+    print("|" + "|".join("-" * w for w in (22, 10, 10, 10, 13, 13, 9, 13, 7)) + "|")
     for r in results:
-        rate = f"{r.rows_per_s:,}" if r.rows_per_s else "-"
-        print(f"         {r.stage:<22} {r.seconds:9.2f} {r.peak_rss_mib:9.0f} {rate:>13} {r.ratio_to_floor:8.2f}")
+        rate = f"{r.rows_per_s:,.0f}" if r.rows_per_s else "-"
+        cpu_rate = f"{r.rows_per_cpu_s:,.0f}" if r.rows_per_cpu_s else "-"
+        print(f"| {r.stage:<20} | {r.seconds:8.2f} | {r.cpu_s:8.2f} | {r.peak_rss_mib:8.0f} | {rate:>11} | "
+              f"{cpu_rate:>11} | {r.ratio_to_floor:7.2f} | {r.cpu_ratio_to_floor or 0:11.2f} | {r.load_1m:5.1f} |")
+    for r in results:
+        if r.stage.startswith("app_"):
+            print(f"  {r.stage}: warm {r.detail['warm_s']:.3f} s, slowest query {r.detail['slowest_query_s']:.3f} s")
+    if unavailable:
+        print(f"Not in this checkout yet: {', '.join(unavailable)}.")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
-from pipelines.stragglers import build_rank_slowdown
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
 
@@ -34,7 +33,9 @@ class Step:
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
+    # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
     from pipelines.detectors import detect_anomalies
+    from pipelines.stragglers import build_rank_slowdown
 
     return [
         Step("xid_catalogue"),

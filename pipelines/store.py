@@ -7,6 +7,7 @@ Loading is idempotent by natural key (see `pipelines.contract`).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,6 +58,9 @@ def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> d
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     con.execute("SET TimeZone = 'UTC'")
+    if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
+        # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
+        con.execute("SET memory_limit = $limit", {"limit": os.environ["GPUFLEET_MEMORY_LIMIT"]})
     return con
 
 
@@ -95,6 +99,12 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[Column]:
         [table],
     ).fetchall()
     return [Column(*row) for row in rows]
+
+
+def _column_types(con: duckdb.DuckDBPyConnection, view: str) -> dict[str, str]:
+    """The input relation's column types, spelled as information_schema spells them."""
+    rows = con.execute(f"DESCRIBE SELECT * FROM {view}").fetchall()
+    return {name: str(col_type) for name, col_type, *_ in rows}
 
 
 @dataclass
@@ -139,6 +149,7 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
             hint=f"Expected columns: {', '.join(expected)}.",
         )
 
+    source_types = _column_types(con, view)
     checks: list[tuple[str, str]] = []  # (column, SQL predicate that is true for a bad cell)
     for c in columns:
         if c.name not in present:
@@ -146,15 +157,18 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
         ref = quote_ident(c.name)
         if not c.nullable:
             checks.append((c.name, f"{ref} IS NULL"))
-        checks.append((c.name, f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL"))
+        if source_types[c.name] != c.type:
+            # A column that already has the target type (typed Parquet) cannot fail the cast.
+            checks.append((c.name, f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL"))
         allowed = ALLOWED_VALUES.get((item.table, c.name))
         if allowed:
             values = ", ".join("'" + v.replace("'", "''") + "'" for v in allowed)
             checks.append((c.name, f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})"))
-    firsts = ", ".join(f"min({ROW_COLUMN}) FILTER (WHERE {pred})" for _, pred in checks)
+    firsts = "".join(f", min({ROW_COLUMN}) FILTER (WHERE {pred})" for _, pred in checks)
     has_ts = "ts" in present
-    ts_range = "min(TRY_CAST(ts AS TIMESTAMPTZ)), max(TRY_CAST(ts AS TIMESTAMPTZ))" if has_ts else "NULL, NULL"
-    result = con.execute(f"SELECT count(*), {ts_range}, {firsts} FROM {view}").fetchall()[0]
+    ts = "ts" if source_types.get("ts") == "TIMESTAMP WITH TIME ZONE" else "TRY_CAST(ts AS TIMESTAMPTZ)"
+    ts_range = f"min({ts}), max({ts})" if has_ts else "NULL, NULL"
+    result = con.execute(f"SELECT count(*), {ts_range}{firsts} FROM {view}").fetchall()[0]
     rows, min_ts, max_ts, *first_bad = result
     bad = [(row, i) for i, row in enumerate(first_bad) if row is not None]
     if bad:
@@ -177,7 +191,9 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
     return rows, min_ts, max_ts
 
 
-def _merge(con: duckdb.DuckDBPyConnection, item: TableInput, view: str, ts_range: tuple[Any, Any]) -> int:
+def _merge(
+    con: duckdb.DuckDBPyConnection, item: TableInput, view: str, rows: int, ts_range: tuple[Any, Any]
+) -> int:
     """Insert the relation into its table by natural key; return the number of new rows."""
     table = quote_ident(item.table)
     columns = table_columns(con, item.table)
@@ -193,7 +209,6 @@ def _merge(con: duckdb.DuckDBPyConnection, item: TableInput, view: str, ts_range
     key_list = ", ".join(quote_ident(k) for k in keys)
     typed = f"(SELECT {select}, {ROW_COLUMN} FROM {view})"
     names = ", ".join(quote_ident(c.name) for c in columns)
-    before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
     if item.table in UPSERT_TABLES:
         # The newest record of a key wins: later rows in the batch, then this batch over the store.
         latest = f"(SELECT * FROM {typed} QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY {ROW_COLUMN} DESC) = 1)"
@@ -203,14 +218,24 @@ def _merge(con: duckdb.DuckDBPyConnection, item: TableInput, view: str, ts_range
         con.execute(f"INSERT INTO {table} SELECT * FROM __stage")
         con.execute("DROP TABLE __stage")
         return changed
-    window = ""
+    window, params = "", None
     if "ts" in keys and ts_range[0] is not None:
         # Restricting the probe to the batch's time range lets zone maps skip old row groups.
         window = " AND t.ts BETWEEN $lo AND $hi"
+        params = {"lo": ts_range[0], "hi": ts_range[1]}
+    overlap = con.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)", params
+    ).fetchall()[0][0]
+    if not overlap:
+        # Nothing stored in the batch's time range (or nothing at all), so no key of the batch is
+        # stored yet: skip the anti-join probe and the row counts (the common append case).
+        con.execute(f"INSERT INTO {table} SELECT {names} FROM {typed}")
+        return rows
+    before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
     con.execute(
         f"INSERT INTO {table} SELECT {names} FROM {typed} s "
         f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})",
-        {"lo": ts_range[0], "hi": ts_range[1]} if window else None,
+        params,
     )
     return con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
 
@@ -255,7 +280,7 @@ def load_batch(
         con.execute("BEGIN TRANSACTION")
         try:
             for item, view, (rows, lo, hi) in zip(items, views, checked):
-                new = _merge(con, item, view, (lo, hi))
+                new = _merge(con, item, view, rows, (lo, hi))
                 results.append(LoadResult(item.table, rows, new))
             if in_transaction is not None:
                 in_transaction(con)

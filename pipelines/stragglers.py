@@ -18,7 +18,7 @@ import polars as pl
 from scipy import stats
 
 from pipelines.config import Settings
-from pipelines.sql import query_pl
+from pipelines.sql import bind, load_sql
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -143,10 +143,35 @@ def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame
     )
 
 
+STREAM_BATCH_ROWS = 1_000_000
+
+
+def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> pl.DataFrame:
+    """`rank_slowdown` rows, reading `rank_step_times` in batches, one whole job at a time.
+
+    The rows arrive sorted by job, so every job before the last one of a batch is complete; its
+    statistics (Holm's correction is per job) are computed and its rows dropped. Memory holds one
+    batch plus one job's rows, not the 30 M rank rows of a 512-node week.
+    """
+    sql = load_sql("derived/rank_step_times")
+    reader = con.sql(sql, params=bind(sql, settings.sql_params())).to_arrow_reader(STREAM_BATCH_ROWS)
+    parts: list[pl.DataFrame] = []
+    pending = pl.from_arrow(reader.schema.empty_table())
+    for batch in reader:
+        pending = pl.concat([pending, pl.from_arrow(batch)], how="vertical")
+        last_job = pending["job_id"][-1]
+        complete = pending.filter(pl.col("job_id") != last_job)
+        pending = pending.filter(pl.col("job_id") == last_job)
+        if complete.height:
+            parts.append(rank_slowdown_frame(complete, settings))
+    if pending.height or not parts:
+        parts.append(rank_slowdown_frame(pending, settings))
+    return pl.concat(parts, how="vertical").sort(["job_id", "attempt", "rank"])
+
+
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """Compute step: (re)create `rank_slowdown` from `rank_step_times`."""
-    times = query_pl(con, "derived/rank_step_times", settings.sql_params())
-    con.register("rank_slowdown_rows", rank_slowdown_frame(times, settings))
+    con.register("rank_slowdown_rows", stream_rank_slowdown(con, settings))
     try:
         con.execute("CREATE OR REPLACE TABLE rank_slowdown AS SELECT * FROM rank_slowdown_rows")
     finally:

@@ -182,3 +182,19 @@ def test_simulated_stragglers_all_sit_on_injected_faults(simulated):
     """).fetchall()
     assert unexplained == []
     assert simulated.execute("SELECT count(*) FROM rank_slowdown WHERE is_straggler").fetchall()[0][0] > 0
+
+
+@pytest.mark.parametrize("batch_rows", [997, 50_000])
+def test_streaming_in_small_batches_gives_the_same_table(simulated, monkeypatch, batch_rows):
+    # Batches that split jobs (and even single rows) must give exactly the one-batch answer.
+    import polars as pl
+
+    from pipelines import stragglers
+
+    whole = stragglers.rank_slowdown_frame(
+        pl.from_arrow(simulated.sql(stragglers.load_sql("derived/rank_step_times")).to_arrow_table()), Settings()
+    ).sort(["job_id", "attempt", "rank"])
+    monkeypatch.setattr(stragglers, "STREAM_BATCH_ROWS", batch_rows)
+    streamed = stragglers.stream_rank_slowdown(simulated, Settings())
+    assert streamed.height > 0 and streamed.height == whole.height
+    assert streamed.equals(whole)

@@ -148,6 +148,59 @@ def test_jsonl_and_parquet_load_with_row_numbers(con, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("later_minutes", "expected_new"),
+    [
+        # Minutes 6..8 are after everything stored (minutes 0..5): all 3 rows are new (append path).
+        ((6, 7, 8), 3),
+        # Minutes 4..7 overlap the stored 4 and 5: only 6 and 7 are new (anti-join path).
+        ((4, 5, 6, 7), 2),
+        # Minutes 0..5 again: nothing is new.
+        ((0, 1, 2, 3, 4, 5), 0),
+    ],
+)
+def test_a_later_batch_adds_only_samples_not_stored(con, tmp_path, later_minutes, expected_new):
+    import polars as pl
+
+    from datetime import UTC, datetime
+
+    def samples(minutes) -> pl.DataFrame:
+        minutes = list(minutes)
+        return pl.DataFrame(
+            {
+                "ts": [datetime(2026, 11, 23, 0, m, tzinfo=UTC) for m in minutes],
+                "node": ["n1"] * len(minutes),
+                "gpu": pl.Series([0] * len(minutes), dtype=pl.Int16),
+                "uuid": ["GPU-1"] * len(minutes),
+                "metric": ["DCGM_FI_DEV_GPU_UTIL"] * len(minutes),
+                "value": [float(m) for m in minutes],
+            }
+        )
+
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir()
+    later.mkdir()
+    samples(range(6)).write_parquet(first / "gpu_samples.parquet")
+    ingest_files(con, first)
+    samples(later_minutes).write_parquet(later / "gpu_samples.parquet")
+    (result,) = ingest_files(con, later)
+    assert (result.rows_in, result.rows_new) == (len(later_minutes), expected_new)
+    stored = con.execute("SELECT minute(ts) FROM gpu_samples ORDER BY ts").fetchall()
+    assert [m for (m,) in stored] == sorted(set(range(6)) | set(later_minutes))
+
+
+def test_typed_parquet_still_rejects_a_missing_required_value(con, tmp_path):
+    import polars as pl
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pl.DataFrame(
+        {"node": ["n1", None], "cluster": ["c1", "c1"], "gpu_count": pl.Series([8, 8], dtype=pl.Int32)}
+    ).write_parquet(folder / "nodes.parquet")
+    with pytest.raises(InputError, match=r"nodes.parquet, row 2, column `node`"):
+        ingest_files(con, folder)
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         # A blank line 2 must not shift the numbering: the bad record is on line 3.

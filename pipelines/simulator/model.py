@@ -179,8 +179,10 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
             budget = (
                 0.72 * train_nodes * horizon
             )  # node-seconds of planned work; steps run ~10 % longer
-            sizes = np.array([2, 4, 8, 16, 32, 64])
-            p = np.array([0.35, 0.25, 0.2, 0.1, 0.07, 0.03])
+            # 128-node (1,024-rank) jobs only where the partition can hold them (512-node fleets);
+            # a size that does not fit gets probability 0, so smaller fleets draw the same jobs.
+            sizes = np.array([2, 4, 8, 16, 32, 64, 128])
+            p = np.array([0.35, 0.25, 0.2, 0.1, 0.07, 0.03, 0.02])
             p = np.where(sizes <= train_nodes, p, 0)
             p /= p.sum()
             while budget > 0:

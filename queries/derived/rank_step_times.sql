@@ -6,16 +6,25 @@
 --           for an even count); NULL when that median is 0.
 --   drag_s  the step's straggler drag (goodput_steps.drag_s) on the rank that set its slowest time
 --           (lowest rank number on ties), 0 on the other ranks; seconds.
-WITH timed AS (
+-- Cost: the per-step statistics are one hash aggregate over rank_steps joined back by step (a few
+-- hundred thousand steps), not window functions over every rank row, which at fleet scale
+-- (30 M rank rows) sorted and spilled tens of GB to disk.
+WITH per_step AS (
     SELECT
-        job_id, attempt, step, rank, node, gpu,
-        CASE WHEN bool_and(compute_s IS NOT NULL) OVER step_ranks THEN compute_s ELSE step_s END AS time_s
+        job_id, attempt, step,
+        bool_and(compute_s IS NOT NULL) AS uses_compute,
+        median(compute_s) AS median_compute_s,
+        median(step_s) AS median_step_s
     FROM rank_steps
-    WINDOW step_ranks AS (PARTITION BY job_id, attempt, step)
+    GROUP BY job_id, attempt, step
 ),
-with_median AS (
-    SELECT *, median(time_s) OVER (PARTITION BY job_id, attempt, step) AS step_median_s
-    FROM timed
+timed AS (
+    SELECT
+        r.job_id, r.attempt, r.step, r.rank, r.node, r.gpu,
+        CASE WHEN p.uses_compute THEN r.compute_s ELSE r.step_s END AS time_s,
+        CASE WHEN p.uses_compute THEN p.median_compute_s ELSE p.median_step_s END AS step_median_s
+    FROM rank_steps r
+    JOIN per_step p USING (job_id, attempt, step)
 )
 SELECT
     m.job_id,
@@ -28,6 +37,6 @@ SELECT
     m.time_s / nullif(m.step_median_s, 0) AS ratio,
     CASE WHEN m.rank = s.slowest_rank THEN s.drag_s ELSE 0 END::DECIMAL(18, 6) AS drag_s,
     m.rank = s.slowest_rank AS is_slowest
-FROM with_median m
+FROM timed m
 JOIN goodput_steps s USING (job_id, attempt, step)
 ORDER BY m.job_id, m.attempt, m.rank, m.step;
