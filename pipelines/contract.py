@@ -54,3 +54,15 @@ ALLOWED_VALUES: dict[tuple[str, str], tuple[str, ...]] = {
     ("checkpoints", "kind"): ("save", "restore"),
 }
 
+
+# Records whose start and end bound an interval: the end may not come before the start.
+INTERVAL_COLUMNS: dict[str, tuple[str, str]] = {
+    "maintenance": ("start_ts", "end_ts"),
+    "jobs": ("start_ts", "end_ts"),
+    "job_attempts": ("start_ts", "end_ts"),
+}
+
+# Immutable records a batch must not repeat (a repeated step would skew the rank statistics).
+# The scrape tables (samples, conditions) are left out: checking hundreds of millions of keys
+# would cost more than the load itself, and a repeated scrape does not change a metric.
+UNIQUE_IN_BATCH: frozenset[str] = frozenset({"rank_steps", "checkpoints", "gpu_events"})

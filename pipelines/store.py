@@ -18,7 +18,14 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from pipelines.contract import ALLOWED_VALUES, LANDING_TABLES, NATURAL_KEYS, UPSERT_TABLES
+from pipelines.contract import (
+    ALLOWED_VALUES,
+    INTERVAL_COLUMNS,
+    LANDING_TABLES,
+    NATURAL_KEYS,
+    UNIQUE_IN_BATCH,
+    UPSERT_TABLES,
+)
 from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError, InputError
 from pipelines.sql import load_sql, statements
 
@@ -150,44 +157,60 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
         )
 
     source_types = _column_types(con, view)
-    checks: list[tuple[str, str]] = []  # (column, SQL predicate that is true for a bad cell)
+    # (column, SQL predicate that is true for a bad cell, what is wrong with it)
+    checks: list[tuple[str, str, str]] = []
     for c in columns:
         if c.name not in present:
             continue
         ref = quote_ident(c.name)
         if not c.nullable:
-            checks.append((c.name, f"{ref} IS NULL"))
+            checks.append((c.name, f"{ref} IS NULL", "value is required but empty"))
         if source_types[c.name] != c.type:
             # A column that already has the target type (typed Parquet) cannot fail the cast.
-            checks.append((c.name, f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL"))
+            checks.append((c.name, f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL",
+                           f"value is not a valid {c.type}"))
         allowed = ALLOWED_VALUES.get((item.table, c.name))
         if allowed:
             values = ", ".join("'" + v.replace("'", "''") + "'" for v in allowed)
-            checks.append((c.name, f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})"))
-    firsts = "".join(f", min({ROW_COLUMN}) FILTER (WHERE {pred})" for _, pred in checks)
+            checks.append((c.name, f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})",
+                           f"value is not one of {', '.join(allowed)}"))
+    interval = INTERVAL_COLUMNS.get(item.table)
+    if interval and set(interval) <= set(present):
+        start, end = (f"TRY_CAST({quote_ident(c)} AS TIMESTAMPTZ)" for c in interval)
+        checks.append((interval[1], f"{end} < {start}", f"the interval ends before its `{interval[0]}`"))
+    firsts = "".join(f", min({ROW_COLUMN}) FILTER (WHERE {pred})" for _, pred, _ in checks)
     has_ts = "ts" in present
     ts = "ts" if source_types.get("ts") == "TIMESTAMP WITH TIME ZONE" else "TRY_CAST(ts AS TIMESTAMPTZ)"
     ts_range = f"min({ts}), max({ts})" if has_ts else "NULL, NULL"
     result = con.execute(f"SELECT count(*), {ts_range}{firsts} FROM {view}").fetchall()[0]
     rows, min_ts, max_ts, *first_bad = result
     bad = [(row, i) for i, row in enumerate(first_bad) if row is not None]
+    kwargs_for = (lambda row: {"line": row}) if item.position == "line" else (lambda row: {"row": row})
     if bad:
         row, i = min(bad)
-        column, predicate = checks[i]
+        column, _, problem = checks[i]
         value = con.execute(
             f"SELECT CAST({quote_ident(column)} AS VARCHAR) FROM {view} WHERE {ROW_COLUMN} = ?", [row]
         ).fetchall()
         shown = value[0][0] if value else None
-        col_type = next(c.type for c in columns if c.name == column)
-        if "IS NULL" in predicate and "NOT NULL" not in predicate:
-            problem = "value is required but empty"
-        elif "NOT IN" in predicate:
-            allowed = ALLOWED_VALUES[(item.table, column)]
-            problem = f"value is not one of {', '.join(allowed)}"
-        else:
-            problem = f"value is not a valid {col_type}"
-        kwargs = {"line": row} if item.position == "line" else {"row": row}
-        raise InputError(problem, file=item.origin, column=column, value=shown, **kwargs)
+        raise InputError(problem, file=item.origin, column=column, value=shown, **kwargs_for(row))
+    if item.table in UNIQUE_IN_BATCH:
+        keys = NATURAL_KEYS[item.table]
+        key_list = ", ".join(quote_ident(k) for k in keys)
+        duplicate = con.execute(
+            f"SELECT min(first_row), min(second_row) FROM (SELECT min({ROW_COLUMN}) AS first_row, "
+            f"list_sort(list({ROW_COLUMN}))[2] AS second_row FROM {view} "
+            f"GROUP BY {key_list} HAVING count(*) > 1)"
+        ).fetchall()[0]
+        if duplicate[1] is not None:
+            where = "line" if item.position == "line" else "row"
+            raise InputError(
+                f"the same ({', '.join(keys)}) appears twice, first on {where} {duplicate[0]}",
+                file=item.origin,
+                column=keys[-1],
+                hint="Each record may appear once in a batch; remove the repeated one and load again.",
+                **kwargs_for(duplicate[1]),
+            )
     return rows, min_ts, max_ts
 
 

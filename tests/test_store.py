@@ -235,3 +235,27 @@ def test_jsonl_lists_load_as_lists(con, tmp_path):
     )
     ingest_files(con, folder)
     assert con.execute("SELECT nodes FROM job_attempts").fetchall() == [(["gpu-001", "gpu-002"],)]
+
+
+def test_an_interval_that_ends_before_it_starts_is_rejected(con, tmp_path):
+    folder = tmp_path / "in"
+    write(folder, "maintenance.csv",
+          "node,start_ts,end_ts,reason\n"
+          "n1,2026-11-23T00:00:00Z,2026-11-23T04:00:00Z,fw\n"
+          "n1,2026-11-24T04:00:00Z,2026-11-24T00:00:00Z,fw\n")
+    with pytest.raises(InputError, match=r"line 3, column `end_ts`: the interval ends before its `start_ts`"):
+        ingest_files(con, folder)
+    assert row_counts(con)["maintenance"] == 0
+
+
+def test_a_step_repeated_in_one_batch_is_rejected_with_both_lines(con, tmp_path):
+    folder = tmp_path / "in"
+    header = "job_id,attempt,step,rank,node,gpu,end_ts,step_s,compute_s\n"
+    write(folder, "rank_steps.csv", header
+          + "j1,0,1,0,n1,0,2026-11-23T00:00:10Z,10,9\n"
+          + "j1,0,1,1,n1,1,2026-11-23T00:00:10Z,10,9.5\n"
+          + "j1,0,1,0,n1,0,2026-11-23T00:00:10Z,10,9\n")
+    with pytest.raises(InputError, match=r"line 4, column `rank`: the same \(job_id, attempt, step, rank\) "
+                                         r"appears twice, first on line 2"):
+        ingest_files(con, folder)
+    assert row_counts(con)["rank_steps"] == 0
