@@ -263,7 +263,7 @@ def test_unknown_table_is_a_clean_error(ro, tmp_path):
 
 
 def test_every_exportable_table_has_its_query_and_docs():
-    docs = (ROOT / "docs" / "weekly-review.md").read_text()
+    docs = (ROOT / "README.md").read_text()
     for table, partitions in EXPORT_TABLES.items():
         layout = "".join(f"{p}=.../" for p in partitions)
         assert f"`{table}/{layout}`" in docs, table

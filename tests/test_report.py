@@ -192,9 +192,9 @@ def test_every_option_is_documented(command):
 
     from pipelines.cli import app
 
-    docs = (ROOT / "docs" / "weekly-review.md").read_text()
+    docs = (ROOT / "README.md").read_text()
     click_command = typer.main.get_command(app).commands[command]
     options = [opt for p in click_command.params for opt in p.opts if opt.startswith("--")]
     assert options
     for option in options:
-        assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in docs/weekly-review.md"
+        assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in README.md"
