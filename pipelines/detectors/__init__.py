@@ -30,6 +30,10 @@ SQL_DETECTORS: tuple[str, ...] = (
 )
 """`queries/detect/<name>.sql` files run before the stragglers (order does not matter)."""
 
+SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
+"""`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
+detectors run: one pass over gpu_samples that several detectors read."""
+
 CANDIDATE_SCHEMA: dict[str, str] = {
     "entity_type": "VARCHAR",
     "node": "VARCHAR",
@@ -105,11 +109,6 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> 
     frame = pl.DataFrame(rows).select(list(CANDIDATE_SCHEMA))  # noqa: F841 (read by DuckDB)
     casts = ", ".join(f"CAST({name} AS {type_})" for name, type_ in CANDIDATE_SCHEMA.items())
     con.execute(f"INSERT INTO anomaly_candidates SELECT {casts} FROM frame")
-
-
-SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
-"""`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
-detectors run: one pass over gpu_samples that several detectors read."""
 
 
 def _create_shared(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
