@@ -38,6 +38,9 @@ def _steps() -> list[Step]:
 
     return [
         Step("xid_catalogue"),
+        # Read by most steps below: "now" (the data horizon) and who ran where.
+        Step("data_horizon"),
+        Step("attempt_clusters"),
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),
@@ -55,8 +58,7 @@ def _steps() -> list[Step]:
         Step("job_outcomes"),
         Step("goodput_stack"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
-        # These read every metric table above: keep them last.
-        Step("attempt_clusters"),
+        # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
 

@@ -178,12 +178,17 @@ def insert_anomalies(con: duckdb.DuckDBPyConnection, anomalies: list[dict[str, A
     con.execute("INSERT INTO anomalies BY NAME SELECT * FROM frame")
 
 
-AVAILABILITY_TABLES = ("xid_catalogue", "node_state_intervals", "node_availability_daily",
+AVAILABILITY_TABLES = ("xid_catalogue", "data_horizon", "node_state_intervals", "node_availability_daily",
                        "fleet_availability_daily", "attempt_outcomes", "job_outcomes")
 
 
-def compute_availability(con: duckdb.DuckDBPyConnection, settings: Any = None) -> None:
-    """Run just the availability and job-outcome steps, in `gpufleet compute` order.
+GOODPUT_TABLES = ("attempt_clusters", "goodput_attempts", "goodput_checkpoints", "goodput_steps",
+                  "goodput_segments")
+
+
+def compute_availability(con: duckdb.DuckDBPyConnection, settings: Any = None, *,
+                         with_goodput: bool = False) -> None:
+    """Run just the availability and job-outcome steps (and the goodput timeline), in `gpufleet compute` order.
 
     The full `compute` also runs the detection steps, which rewrite `anomalies`; the hand-made
     cases here pin their anomalies themselves.
@@ -193,6 +198,7 @@ def compute_availability(con: duckdb.DuckDBPyConnection, settings: Any = None) -
     from pipelines.sql import execute
 
     params = (settings or Settings()).sql_params()
+    wanted = AVAILABILITY_TABLES + (GOODPUT_TABLES if with_goodput else ())
     for step in _steps():
-        if step.name in AVAILABILITY_TABLES:
+        if step.name in wanted:
             execute(con, f"derived/{step.name}", params)

@@ -298,3 +298,97 @@ def test_missing_gpus_are_named_in_one_reason(con, silent, reason):
     small_fleet(con, build)
     # The last samples of the silent GPUs (23:00) hold until 23:05.
     assert intervals(con, "n1") == [("22:00", "23:05", "available", None), ("23:05", "02:00", "unknown", reason)]
+
+
+@pytest.mark.parametrize(
+    ("severity", "expected"),
+    [
+        # n1 healthy 22:00-02:00; an open anomaly from 23:00 holds until the 02:00 horizon.
+        ("info", [("22:00", "02:00", "available", None)]),
+        ("warn", [("22:00", "23:00", "available", None),
+                  ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0")]),
+        # critical is above warn: degraded too, never available.
+        ("critical", [("22:00", "23:00", "available", None),
+                      ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0")]),
+    ],
+)
+def test_an_open_anomaly_at_warn_or_above_degrades_the_node(con, severity, expected):
+    f = Fleet()
+    healthy_node(f, "n1", "c1")
+    f.load(con)
+    insert_anomalies(con, [{
+        "anomaly_id": "a1", "entity_type": "gpu", "node": "n1", "gpu": 0, "kind": "ecc_sbe_rate",
+        "start_ts": at("23:00"), "end_ts": None, "severity": severity}])
+    compute_availability(con)
+    assert intervals(con, "n1") == expected
+
+
+@pytest.mark.parametrize(
+    ("gpu_count", "require_gpu_telemetry", "expected"),
+    [
+        # n9 is in `nodes` but never reports. n1 reports 22:00-02:00, so the data spans 22:00-02:00 and
+        # n9 is in the fleet all that time: 4 h unknown, not absent (absent would be fail-open).
+        (2, True, [("22:00", "02:00", "unknown", "no DCGM sample from any GPU")]),
+        # With GPU telemetry optional and no condition ever seen, nothing is required of n9 -- but
+        # nothing reports either: still unknown.
+        (2, False, [("22:00", "02:00", "unknown", "no samples from the node")]),
+        (0, True, [("22:00", "02:00", "unknown", "no samples from the node")]),
+    ],
+)
+def test_a_node_in_the_inventory_that_never_reports_is_unknown(con, gpu_count, require_gpu_telemetry, expected):
+    def build(f: Fleet) -> None:
+        healthy_node(f, "n1", "c1")
+        f.node("n9", "c1", gpu_count=gpu_count)
+
+    settings = Settings(availability=AvailabilitySettings(require_gpu_telemetry=require_gpu_telemetry))
+    small_fleet(con, build, settings)
+    assert intervals(con, "n9") == expected
+    # 7200 s in the fleet each day, all unknown: availability 0 / 7200 = 0.
+    assert con.execute(
+        "SELECT day, in_fleet_s, unknown_s, availability FROM node_availability_daily WHERE node = 'n9' ORDER BY day"
+    ).fetchall() == [(MON, 7200, 7200, 0.0), (TUE, 7200, 7200, 0.0)]
+
+
+def test_a_node_that_starts_reporting_late_is_unknown_from_the_start_of_the_data(con):
+    # n2 reports from 23:00 only; the data starts at 22:00 (n1): 22:00-23:00 unknown.
+    def build(f: Fleet) -> None:
+        healthy_node(f, "n1", "c1")
+        late = minutes(at("23:00"), at("02:00"))
+        f.node("n2", "c1")
+        f.condition("n2", "Ready", late, "True")
+        f.gpu("n2", 0, late)
+        f.gpu("n2", 1, late)
+
+    small_fleet(con, build)
+    assert intervals(con, "n2") == [
+        ("22:00", "23:00", "unknown", "Ready stale; no DCGM sample from any GPU"),
+        ("23:00", "02:00", "available", None),
+    ]
+
+
+def test_one_data_horizon_for_node_states_attempts_and_goodput(con):
+    # Samples run 22:00-02:00, but job j-late's attempt ends at 02:30: the data horizon is 02:30, for
+    # every table. n1's last samples (02:00) hold until 02:05, then it is unknown until 02:30.
+    # j-run (2 GPUs) has been running since 01:30: 3600 s to the horizon, in attempt_outcomes and
+    # in goodput alike.
+    def build(f: Fleet) -> None:
+        healthy_node(f, "n1", "c1")
+        f.job("j-late", 2, "succeeded", [("01:00", "02:30", "succeeded", 0, ["n1"])], exit_code=0)
+        f.job("j-run", 2, "running", [("01:30", None, "running", None, ["n1"])])
+
+    small_fleet(con, build)
+    from pipelines.compute import compute
+
+    compute(con, Settings(), force=True)
+    assert con.execute("SELECT data_start_ts, horizon_ts FROM data_horizon").fetchall() == [
+        (at("22:00"), at("02:30"))]
+    assert intervals(con, "n1")[-2:] == [
+        ("22:00", "02:05", "available", None),
+        ("02:05", "02:30", "unknown", "Ready stale; Unschedulable stale; no DCGM sample from any GPU"),
+    ]
+    assert con.execute(
+        "SELECT duration_s, allocated_gpu_s FROM attempt_outcomes WHERE job_id = 'j-run'"
+    ).fetchall() == [(3600.0, 7200.0)]
+    assert con.execute(
+        "SELECT wall_s, end_ts FROM job_goodput WHERE job_id = 'j-run'"
+    ).fetchall() == [(3600, at("02:30"))]

@@ -12,7 +12,7 @@ from pipelines.store import open_store
 from tests.fleets import compute_availability, insert_anomalies, tiny_fleet
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
-TABLES = ["node_state_intervals", "node_availability_daily", "fleet_availability_daily",
+TABLES = ["data_horizon", "node_state_intervals", "node_availability_daily", "fleet_availability_daily",
           "attempt_outcomes", "job_outcomes"]
 
 

@@ -85,13 +85,12 @@ def test_state_intervals_cover_each_lifetime_exactly_once(fleet, found, stalenes
         config = Settings(availability=AvailabilitySettings(staleness_s=staleness_s, require_gpu_telemetry=require_gpu))
         compute(con, config, force=True)
 
-        horizon = con.execute(
-            "SELECT max(ts) FROM (SELECT ts FROM node_conditions UNION ALL SELECT ts FROM gpu_samples)"
-        ).fetchall()[0][0]
-        first_seen = dict(con.execute(
-            "SELECT node, min(ts) FROM (SELECT node, ts FROM node_conditions UNION ALL SELECT node, ts FROM gpu_samples) "
-            "GROUP BY node"
-        ).fetchall())
+        # These fleets have no jobs: the data spans the first to the last sample of any node.
+        data_start, horizon = con.execute(
+            "SELECT min(ts), max(ts) FROM (SELECT ts FROM node_conditions UNION ALL SELECT ts FROM gpu_samples)"
+        ).fetchall()[0]
+        # Every node of the inventory lives from the start of the data, whether it reports or not.
+        first_seen = {n["node"]: data_start for n in fleet.rows["nodes"]}
         rows = con.execute("SELECT node, start_ts, end_ts, state, reason FROM node_state_intervals "
                            "ORDER BY node, start_ts").fetchall()
         by_node: dict[str, list] = {}
@@ -163,10 +162,13 @@ def reference_state(fleet: Fleet, found: list[dict], node: str, t, horizon, stal
     if "unknown" in verdicts or (missing and require_gpu):
         return "unknown"
     any_reporting = any(t - g["ts"] < stale for g in ticks)
+    any_condition_fresh = any(t - c["ts"] < stale for c in samples if c["ts"] <= t)
+    if not any_reporting and not any_condition_fresh:
+        return "unknown"  # nothing reports from the node: silence is never available
     if "unavailable" in verdicts or (missing and any_reporting):
         return "unavailable"
-    if any(a["node"] == node and a["severity"] == "warn" and a["start_ts"] <= t < (a["end_ts"] or horizon)
-           for a in found):
+    if any(a["node"] == node and a["severity"] in ("warn", "critical")
+           and a["start_ts"] <= t < (a["end_ts"] or horizon) for a in found):
         return "degraded"
     return "available"
 

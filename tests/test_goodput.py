@@ -189,3 +189,46 @@ def test_running_job_waiting_for_requeue(con):
         "SELECT wall_s, productive_s, init_s, wasted_s, recovery_s, other_s, is_running FROM job_goodput"
     ).fetchall()
     assert row == [(Decimal(200), Decimal(0), Decimal(10), Decimal(100), Decimal(90), Decimal(0), True)]
+
+
+# Program startup overlapping a checkpoint. Each job: one succeeded 2-GPU attempt [0,200); step 1
+# logged as 100 s ends at 100 (so it runs [0,100)), steps 2..11 of 10 s end at 110..200. The mean
+# of the other kept steps is 10 s; startup = step 1 net of checkpoints - 10 s, and that much
+# NON-checkpoint time from the step start is init (the checkpoint keeps its own time).
+STARTUP_CASES = [
+    # restore [0,30): step 1 net 100 - 30 = 70, startup 70 - 10 = 60. checkpoint [0,30) = 30,
+    #   init [30,90) = 60, productive [90,100) + [100,200) = 110. 110 + 60 + 30 = 200.
+    ("restore_first", ("restore", 0, 30), (200, 110, 60, 30, 0, 0, 0)),
+    # save [20,30): net 90, startup 80. init [0,20) + [30,90) = 80, checkpoint 10,
+    #   productive [90,100) + 100 = 110. 110 + 80 + 10 = 200.
+    ("save_inside", ("save", 20, 10), (200, 110, 80, 10, 0, 0, 0)),
+    # save [95,100), after the startup stretch: net 95, startup 85. init [0,85) = 85,
+    #   productive [85,95) + [100,200) = 110, checkpoint 5. 110 + 85 + 5 = 200.
+    ("save_after", ("save", 95, 5), (200, 110, 85, 5, 0, 0, 0)),
+]
+
+
+@pytest.fixture(scope="module")
+def startup_computed(tmp_path_factory):
+    con = open_store(Path(tmp_path_factory.mktemp("startup")) / "fleet.duckdb")
+    cases = [(job_id, ck) for job_id, ck, _ in STARTUP_CASES]
+    load(con, {
+        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+        "jobs": [job(j, start=0, end=200, state="succeeded") for j, _ in cases],
+        "job_attempts": [attempt(j, 0, start=0, end=200, state="succeeded") for j, _ in cases],
+        "rank_steps": [row for j, _ in cases
+                       for row in steps(j, 0, first_end=100, step_s=10, count=11, first_step_s=100)],
+        "checkpoints": [checkpoint(j, 0, 1, kind, start=start, duration=duration)
+                        for j, (kind, start, duration) in cases],
+    })
+    compute_with_node_states(con, Settings())
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("job_id, checkpoint_row, expected", STARTUP_CASES)
+def test_program_startup_is_counted_net_of_checkpoints(startup_computed, job_id, checkpoint_row, expected):
+    row = startup_computed.execute(
+        f"SELECT {', '.join(SECONDS)} FROM job_goodput WHERE job_id = ?", [job_id]
+    ).fetchall()[0]
+    assert row == tuple(Decimal(v) for v in expected)

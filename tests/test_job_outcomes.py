@@ -31,7 +31,7 @@ def fleet_con(tmp_path_factory):
     connection = open_store(tmp_path_factory.mktemp("fleet") / "fleet.duckdb")
     tiny_fleet().load(connection)
     insert_anomalies(connection, [throttling_anomaly()])
-    compute_availability(connection)
+    compute_availability(connection, with_goodput=True)  # job_success reads the goodput timeline
     yield connection
     connection.close()
 
@@ -205,3 +205,24 @@ def test_job_success_over_a_window(fleet_con, start, end, expected):
               "end": datetime.fromisoformat(end).replace(tzinfo=UTC)}
     row = query_pl(fleet_con, "metrics/job_success", window).select(SUCCESS_COLUMNS).rows()
     assert row == [pytest.approx(expected)]
+
+
+@pytest.mark.parametrize(
+    ("final_attempt", "expected_class"),
+    [
+        # Attempt 0 failed with exit 1 on a healthy node (software). The job failed; its final
+        # attempt 1 has no end (the scheduler's record stopped): no class of its own -> unknown,
+        # never attempt 0's software.
+        (("00:12", None, "running", None, ["n1"]), "unknown"),
+        # Control: a final attempt with a class of its own keeps it (timeout -> user).
+        (("00:12", "00:20", "timeout", None, ["n1"]), "user"),
+    ],
+)
+def test_a_job_takes_its_final_attempts_class_never_an_earlier_one(con, final_attempt, expected_class):
+    f = Fleet()
+    f.node("n1", "c1")
+    f.job("j", 2, "failed", [("00:00", "00:10", "failed", 1, ["n1"]), final_attempt], exit_code=1)
+    f.load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    assert con.execute("SELECT failure_class FROM job_outcomes").fetchall() == [(expected_class,)]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from datetime import date
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.config import Settings
-from pipelines.sql import execute
+from pipelines.sql import execute, query_pl
 from pipelines.store import connect
 from tests.report_fixture import build_report_fixture
 
@@ -210,3 +211,110 @@ def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
             assert 0.0 <= total["job_success_rate"] <= 1.0
         else:
             assert total["job_success_rate"] is None
+
+
+# One cluster attribution for all, and the '*' row holds every job: full `gpufleet compute` on landing
+# rows. Nodes n1 (c1), n3 and n4 (c2), 8 GPUs each; every job holds 2 GPUs for 1 h in 2026-W48 and logs
+# no step timings (succeeded: all productive; failed without a save: all wasted).
+#   j2  succeeded on n1                      -> c1, 2 GPU-h productive
+#   j1  failed, a jobs row and no attempt    -> no node, no cluster: counts only in '*', 2 GPU-h wasted
+#   jm  succeeded on n1, n3, n4              -> c2 (two of its three nodes), 2 GPU-h productive
+ATTRIBUTION_CASES = [
+    # c1: j2 only: goodput 2 / 2; no interruption.
+    ("c1", "goodput", 2 / 2),
+    ("c1", "allocated_gpu_h", 2.0),
+    ("c1", "interruptions_per_1k_gpu_days", 0.0),
+    # c2: jm (its first node n1 is in c1, but most of its nodes are in c2).
+    ("c2", "goodput", 2 / 2),
+    ("c2", "allocated_gpu_h", 2.0),
+    # '*': j2 + jm productive 4 GPU-h of j2 + j1 + jm allocated 6 GPU-h = 0.6667 (dropping j1: 1.0).
+    ("*", "goodput", 4 / 6),
+    ("*", "allocated_gpu_h", 6.0),
+    # '*': j1's one interruption per 6 / 24 GPU-days = 4000 (dropping j1's GPU-hours: 1000 / (4/24) = 6000).
+    ("*", "interruptions_per_1k_gpu_days", 1 * 1000 / (6 / 24)),
+    ("*", "interruptions", 1),
+]
+
+
+@pytest.fixture(scope="module")
+def attribution_summary(tmp_path_factory):
+    from pipelines.compute import compute
+    from pipelines.store import open_store
+    from tests.goodput_fleet import attempt, job, load
+
+    con = open_store(tmp_path_factory.mktemp("attribution") / "fleet.duckdb")
+    load(con, {
+        "nodes": [{"node": n, "cluster": c, "gpu_count": 8} for n, c in (("n1", "c1"), ("n3", "c2"), ("n4", "c2"))],
+        "jobs": [job("j2", start=0, end=3600, state="succeeded"),
+                 job("j1", start=0, end=3600, state="failed"),
+                 job("jm", start=0, end=3600, state="succeeded")],
+        "job_attempts": [attempt("j2", 0, start=0, end=3600, state="succeeded", nodes=["n1"]),
+                         attempt("jm", 0, start=0, end=3600, state="succeeded", nodes=["n1", "n3", "n4"])],
+    })
+    compute(con, Settings(), force=True)
+    rows = con.sql("SELECT * FROM weekly_summary WHERE week = '2026-W48'").pl().iter_rows(named=True)
+    stack = con.execute("SELECT cluster, allocated_gpu_h FROM goodput_stack ORDER BY cluster").fetchall()
+    report = {r["level"]: r["gpu_h"] for r in query_pl(
+        con, "report/goodput_stack", {"week_start": date(2026, 11, 23), "cluster": "*"}).iter_rows(named=True)}
+    con.close()
+    return {r["cluster"]: r for r in rows}, stack, report
+
+
+@pytest.mark.parametrize(("cluster", "column", "expected"), ATTRIBUTION_CASES)
+def test_every_job_counts_in_the_all_clusters_row(attribution_summary, cluster, column, expected):
+    summary, _, _ = attribution_summary
+    assert summary[cluster][column] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_stack_attributes_attempts_like_attempt_clusters(attribution_summary):
+    _, stack, report = attribution_summary
+    # jm lands in c2 (most of its nodes); j1, on no known node, in 'unknown' (kept, not dropped).
+    assert [(c, float(h)) for c, h in stack] == [("c1", 2.0), ("c2", 2.0), ("unknown", 2.0)]
+    # The report's all-clusters waterfall holds the same 6 allocated GPU-h, 4 of them productive.
+    assert (report["allocated"], report["productive"]) == (6.0, 4.0)
+
+
+# Interruptions per 1,000 GPU-days has one definition: the weekly summary and metrics/job_success.sql
+# over the same window agree. Job jx (2 GPUs, on n1) logs attempt 0 [0 h, 2 h) failed and attempt 1
+# [1 h, 3 h) succeeded: overlapping attempts (bad data), so attempt 0 ends when attempt 1 starts and
+# the GPUs were held 2 x (1 + 2) = 6 GPU-h, not 2 x (2 + 2) = 8. One interruption (attempt 0):
+# 1 x 1000 / (6 / 24) = 4000 per 1,000 GPU-days (the raw spans would give 1000 / (8 / 24) = 3000).
+INTERRUPTION_CASES = [
+    ("weekly_summary", 1 * 1000 / (6 / 24)),
+    ("job_success", 1 * 1000 / (6 / 24)),
+]
+
+
+@pytest.fixture(scope="module")
+def overlapping_attempts(tmp_path_factory):
+    from pipelines.compute import compute
+    from pipelines.store import open_store
+    from tests.goodput_fleet import attempt, job, load
+
+    con = open_store(tmp_path_factory.mktemp("interruptions") / "fleet.duckdb")
+    load(con, {
+        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+        "jobs": [job("jx", start=0, end=3 * 3600, state="succeeded")],
+        "job_attempts": [{**attempt("jx", 0, start=0, end=2 * 3600, state="failed"), "exit_code": 1},
+                         attempt("jx", 1, start=3600, end=3 * 3600, state="succeeded")],
+    })
+    compute(con, Settings(), force=True)
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize(("source", "expected"), INTERRUPTION_CASES)
+def test_interruptions_per_1k_gpu_days_is_one_definition(overlapping_attempts, source, expected):
+    from datetime import UTC, datetime
+
+    from pipelines.sql import query_pl
+
+    con = overlapping_attempts
+    if source == "weekly_summary":
+        (value,) = con.execute(
+            "SELECT interruptions_per_1k_gpu_days FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'"
+        ).fetchall()[0]
+    else:
+        week = {"start": datetime(2026, 11, 23, tzinfo=UTC), "end": datetime(2026, 11, 30, tzinfo=UTC)}
+        value = query_pl(con, "metrics/job_success", week)["interruptions_per_1k_gpu_days"][0]
+    assert value == pytest.approx(expected, rel=1e-9)

@@ -69,16 +69,9 @@ KIND_CLASSES: dict[str, str] = _kind_classes()
 
 
 def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
-    """The latest instant any telemetry covers: open anomalies are open at this time."""
-    rows = con.execute(
-        """
-        SELECT greatest(
-            (SELECT max(ts) FROM gpu_samples), (SELECT max(ts) FROM node_samples),
-            (SELECT max(ts) FROM node_conditions), (SELECT max(ts) FROM gpu_events),
-            (SELECT max(end_ts) FROM rank_steps))
-        """
-    ).fetchall()
-    horizon = rows[0][0]
+    """The data horizon (`data_horizon.horizon_ts`, an earlier compute step): open anomalies are open then."""
+    rows = con.execute("SELECT horizon_ts FROM data_horizon").fetchall()
+    horizon = rows[0][0] if rows else None
     return horizon if horizon is not None else dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 

@@ -14,17 +14,12 @@
 -- NULL for succeeded and running attempts.
 -- hardware_signal: the signals found, '; '-separated and sorted (also shown for attempts that
 -- succeeded despite them); implicated_nodes: the nodes those signals came from.
--- duration_s: attempt length in seconds (a running attempt counts up to the data horizon);
+-- duration_s: attempt length in seconds (a running attempt counts up to the data horizon, data_horizon);
 -- allocated_gpu_s = num_gpus x duration_s (GPU-seconds).
 CREATE OR REPLACE TABLE attempt_outcomes AS
 WITH
 horizon AS (
-    SELECT max(ts) AS horizon_ts
-    FROM (
-        SELECT max(ts) AS ts FROM node_conditions
-        UNION ALL
-        SELECT max(ts) FROM gpu_samples
-    )
+    SELECT horizon_ts FROM data_horizon
 ),
 attempts AS (
     SELECT a.job_id, a.attempt, a.start_ts, a.end_ts, a.state, a.exit_code, a.reason, a.nodes, j.num_gpus

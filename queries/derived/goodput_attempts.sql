@@ -1,9 +1,11 @@
 -- goodput_attempts: one row per job attempt, the spans every goodput table builds on.
 -- Times are integer microseconds since the epoch (`_us`) so that sums of durations are exact.
 --   start_us / end_us   the attempt's span [start, end). A missing end is the next attempt's start,
---                       else the job's end, else the data horizon (the newest timestamp in the store).
+--                       else the job's end, else the data horizon (data_horizon.horizon_ts).
 --                       Attempts never overlap: an attempt that would run past the next one's start
 --                       (bad data) ends there.
+--   cluster             the cluster most of its nodes belong to (attempt_clusters); 'unknown' when
+--                       none of its nodes is in `nodes` (or it names none, like an implicit attempt 0).
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
 --                       still open (no end_ts) last attempt of a running job (provisional, as a live
@@ -16,14 +18,7 @@
 -- job_attempts whose job is not in `jobs` are left out (their GPU count is unknown).
 CREATE OR REPLACE TABLE goodput_attempts AS
 WITH horizon AS (
-    SELECT epoch_us(greatest(
-        (SELECT max(coalesce(end_ts, start_ts)) FROM job_attempts),
-        (SELECT max(end_ts) FROM rank_steps),
-        (SELECT max(coalesce(end_ts, start_ts)) FROM jobs),
-        (SELECT max(start_ts) FROM checkpoints),
-        (SELECT max(ts) FROM node_conditions),
-        (SELECT max(ts) FROM gpu_samples)
-    )) AS horizon_us
+    SELECT epoch_us(horizon_ts) AS horizon_us FROM data_horizon
 ),
 raw AS (
     SELECT job_id, attempt, start_ts, end_ts, state, nodes FROM job_attempts
@@ -82,7 +77,7 @@ SELECT
     e.attempt,
     e.state,
     e.nodes,
-    coalesce(n.cluster, 'unknown') AS cluster,
+    coalesce(c.cluster, 'unknown') AS cluster,
     e.gpus,
     e.start_us,
     e.end_us,
@@ -101,4 +96,4 @@ SELECT
     least(e.submit_us, min(e.start_us) OVER (PARTITION BY e.job_id)) AS job_submit_us
 FROM ended e
 LEFT JOIN saves s USING (job_id, attempt)
-LEFT JOIN nodes n ON n.node = e.nodes[1];
+LEFT JOIN attempt_clusters c USING (job_id, attempt);

@@ -2,6 +2,7 @@
 -- non-overlapping, gap-free segments, each with one category:
 --   productive  kept steps, minus blocking checkpoints and program startup inside them
 --   init        attempt start to its first step start, plus program startup of the first kept step
+--               (its whole startup_us, net of the checkpoints inside the step, which stay checkpoint)
 --   checkpoint  blocking checkpoint save or restore, wherever it falls inside an attempt
 --   wasted      steps whose progress was lost (after the last checkpoint, or recomputed later)
 --   recovery    from the end of an attempt to the start of the next, or to the data horizon for a
@@ -15,16 +16,41 @@
 -- duration_s (DECIMAL seconds, exact to the microsecond), start_us / end_us (epoch microseconds).
 -- Everything that reports goodput aggregates this table, so categories sum to the wall exactly.
 CREATE OR REPLACE TABLE goodput_segments AS
-WITH labels AS (
+WITH
+-- startup_us is the first kept step's excess net of checkpoints, so its label must hold that much
+-- non-checkpoint time: it runs from the step start over every checkpoint that begins before that much
+-- other time has passed (those stay `checkpoint`, which wins), never past the step's end.
+startup_checkpoints AS (
+    SELECT job_id, attempt, step,
+           CAST(coalesce(sum(checkpoint_us) FILTER (WHERE other_before_us < startup_us), 0) AS BIGINT) AS skipped_us
+    FROM (
+        SELECT s.job_id, s.attempt, s.step, s.startup_us,
+               least(c.end_us, s.end_us) - greatest(c.start_us, s.start_us) AS checkpoint_us,
+               -- time of the step before this checkpoint that is not checkpoint time
+               greatest(c.start_us, s.start_us) - s.start_us
+                 - coalesce(CAST(sum(least(c.end_us, s.end_us) - greatest(c.start_us, s.start_us)) OVER (
+                       PARTITION BY s.job_id, s.attempt, s.step ORDER BY c.start_us
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS BIGINT), 0) AS other_before_us
+        FROM goodput_steps s
+        JOIN goodput_checkpoints c
+            ON c.job_id = s.job_id AND c.attempt = s.attempt AND c.start_us < s.end_us AND c.end_us > s.start_us
+        WHERE s.startup_us > 0
+    )
+    GROUP BY job_id, attempt, step
+),
+labels AS (
     -- 1. blocking checkpoints (clipped to their attempt, merged)
     SELECT c.job_id, c.attempt, a.gpus, 1 AS priority, 'checkpoint' AS category, c.start_us, c.end_us
     FROM goodput_checkpoints c
     JOIN goodput_attempts a USING (job_id, attempt)
     UNION ALL
-    -- 2. program startup at the beginning of the first kept step
-    SELECT s.job_id, s.attempt, a.gpus, 2, 'init', s.start_us, s.start_us + s.startup_us
+    -- 2. program startup at the beginning of the first kept step: startup_us of its
+    --    non-checkpoint time (checkpoints inside that stretch stay checkpoint)
+    SELECT s.job_id, s.attempt, a.gpus, 2, 'init', s.start_us,
+           s.start_us + s.startup_us + coalesce(k.skipped_us, 0)
     FROM goodput_steps s
     JOIN goodput_attempts a USING (job_id, attempt)
+    LEFT JOIN startup_checkpoints k USING (job_id, attempt, step)
     WHERE s.startup_us > 0
     UNION ALL
     -- 3. steps

@@ -4,8 +4,9 @@
 --   eligible                 final_state in succeeded / failed / node_fail / timeout / oom: the jobs
 --                            that count in a success rate (cancelled, preempted, running do not)
 --   succeeded                final_state = succeeded
---   failure_class            the final attempt's class (attempt_outcomes); NULL if the job succeeded
---                            or is running
+--   failure_class            the final (highest-numbered) attempt's class (attempt_outcomes), never an
+--                            earlier attempt's; 'unknown' when the final attempt has none (e.g. it has
+--                            no end although the job ended); NULL if the job succeeded or is running
 --   crash_loop               at least $crash_loop_min_failures attempts failed with class software:
 --                            retrying will not help
 --   attempts                 attempts that started
@@ -20,7 +21,9 @@ WITH per_job AS (
     SELECT job_id,
         count(*) FILTER (WHERE start_ts IS NOT NULL) AS attempts,
         count(*) FILTER (WHERE failure_class = 'software') AS software_failures,
-        arg_max(failure_class, attempt) AS final_failure_class,
+        -- arg_max_null: the final attempt's class even when it is NULL (arg_max would skip it and
+        -- return an earlier attempt's class)
+        arg_max_null(failure_class, attempt) AS final_failure_class,
         arg_min(state, attempt) AS first_state,
         sum(allocated_gpu_s) / 3600 AS gpu_hours,
         list_sort(list_distinct(flatten(list(implicated_nodes) FILTER (WHERE state <> 'succeeded')))) AS implicated_nodes
@@ -30,7 +33,8 @@ WITH per_job AS (
 SELECT j.job_id, j.end_ts, j.state AS final_state,
     j.state IN ('succeeded', 'failed', 'node_fail', 'timeout', 'oom') AS eligible,
     j.state = 'succeeded' AS succeeded,
-    CASE WHEN j.state IN ('succeeded', 'running') THEN NULL ELSE p.final_failure_class END AS failure_class,
+    CASE WHEN j.state IN ('succeeded', 'running') THEN NULL
+         ELSE coalesce(p.final_failure_class, 'unknown') END AS failure_class,
     p.software_failures >= $crash_loop_min_failures AS crash_loop,
     p.attempts,
     j.num_gpus,

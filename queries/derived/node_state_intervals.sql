@@ -7,9 +7,14 @@
 -- Per node the intervals do not overlap, adjacent intervals never share state and reason,
 -- and together they cover the lifetime exactly.
 --
--- Lifetime of a node: from its first sample (node condition or DCGM sample) to the data horizon,
--- the latest sample time of any node in the store. A node that goes silent is `unknown` until
--- the horizon (fail closed). A node seen in samples but absent from `nodes` is `unknown` throughout.
+-- Lifetime of a node (data_horizon): a node of the `nodes` inventory is in the fleet from the start
+-- of the data (the earliest node condition or DCGM sample in the store) to the data horizon; a node
+-- seen in samples but absent from `nodes` from its first sample, and it is `unknown` throughout.
+-- Silence is `unknown` (fail closed): a node that never reports, or goes silent, stays `unknown`
+-- until it reports again or the horizon.
+--
+-- Anomalies: an open anomaly of severity warn or critical on a usable node makes it `degraded`
+-- (an open one holds until the horizon).
 --
 -- Freshness: a sample at ts vouches for [ts, ts + $staleness_s), and for a condition only until the
 -- next sample of that condition replaces its status.
@@ -23,12 +28,7 @@
 CREATE OR REPLACE TABLE node_state_intervals AS
 WITH
 horizon AS (
-    SELECT max(ts) AS horizon_ts
-    FROM (
-        SELECT max(ts) AS ts FROM node_conditions
-        UNION ALL
-        SELECT max(ts) FROM gpu_samples
-    )
+    SELECT data_start_ts, horizon_ts FROM data_horizon
 ),
 -- The single pass over gpu_samples, aggregated into staleness-wide time buckets per GPU. Two ticks
 -- in one bucket are less than staleness apart, so only the gaps between consecutive non-empty
@@ -132,6 +132,8 @@ cond_bad AS (
     )
     WHERE starts_status AND verdict <> 'good'
 ),
+-- Every node of the inventory is in the fleet from the start of the data, whether it reports or
+-- not (silence is `unknown`, never absence); a node seen only in samples from its first sample.
 lifetimes AS (
     SELECT s.node, min(s.first_ts) AS start_ts, any_value(h.horizon_ts) AS end_ts,
         bool_or(n.node IS NOT NULL) AS in_inventory
@@ -139,6 +141,8 @@ lifetimes AS (
         SELECT node, min(ts) AS first_ts FROM node_conditions GROUP BY node
         UNION ALL
         SELECT node, min(start_ts) FROM gpu_fresh GROUP BY node
+        UNION ALL
+        SELECT n.node, h.data_start_ts FROM nodes n CROSS JOIN horizon h
     ) s
     CROSS JOIN horizon h
     LEFT JOIN nodes n ON n.node = s.node
@@ -157,11 +161,18 @@ required_series AS (
     UNION ALL
     SELECT l.node, 'gpu', CAST(unnest(generate_series(0, n.gpu_count - 1)) AS VARCHAR)
     FROM lifetimes l JOIN nodes n ON n.node = l.node
+    UNION ALL
+    -- the node as a whole: fresh while any of its conditions or GPUs is
+    SELECT node, 'node', 'any' FROM lifetimes
 ),
 fresh AS (
     SELECT node, 'condition' AS series_kind, condition AS series, start_ts, end_ts FROM cond_fresh
     UNION ALL
     SELECT node, 'gpu', CAST(gpu AS VARCHAR), start_ts, end_ts FROM gpu_fresh
+    UNION ALL
+    SELECT node, 'node', 'any', start_ts, end_ts FROM cond_fresh
+    UNION ALL
+    SELECT node, 'node', 'any', start_ts, end_ts FROM gpu_fresh
 ),
 -- Stale stretches: the gaps between fresh runs, with zero-length sentinels at both lifetime ends.
 fresh_with_ends AS (
@@ -215,6 +226,9 @@ signals_raw AS (
     SELECT node, 'gpu_missing', start_ts, end_ts, series
     FROM stale WHERE series_kind = 'gpu'
     UNION ALL
+    SELECT node, 'silent', start_ts, end_ts, NULL
+    FROM stale WHERE series_kind = 'node'
+    UNION ALL
     SELECT node, kind, start_ts, end_ts, reason FROM cond_bad
     UNION ALL
     SELECT node, 'dcgm_present', start_ts, end_ts, NULL FROM dcgm_present
@@ -222,7 +236,7 @@ signals_raw AS (
     SELECT a.node, 'degraded', a.start_ts, coalesce(a.end_ts, h.horizon_ts),
         'anomaly: ' || a.kind || coalesce(' on gpu ' || a.gpu, '')
     FROM anomalies a CROSS JOIN horizon h
-    WHERE a.severity = 'warn' AND a.node IS NOT NULL
+    WHERE a.severity IN ('warn', 'critical') AND a.node IS NOT NULL
     UNION ALL
     SELECT node, 'unknown', start_ts, end_ts, 'not in nodes inventory'
     FROM lifetimes WHERE NOT in_inventory
@@ -255,6 +269,7 @@ segment_facts AS (
             FILTER (WHERE s.kind = 'gpu_missing') AS missing_gpus,
         string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'unavailable') AS unavailable_why,
         coalesce(bool_or(s.kind = 'dcgm_present'), false) AS dcgm_present,
+        coalesce(bool_or(s.kind = 'silent'), false) AS silent,
         string_agg(DISTINCT s.reason, '; ' ORDER BY s.reason) FILTER (WHERE s.kind = 'degraded') AS degraded_why
     FROM segments g
     LEFT JOIN signals s ON s.node = g.node AND s.start_ts <= g.start_ts AND s.end_ts >= g.end_ts
@@ -279,6 +294,9 @@ segment_states AS (
                 WHEN maintenance_why IS NOT NULL THEN ['maintenance', maintenance_why]
                 WHEN unknown_why IS NOT NULL OR (missing_gpu_why IS NOT NULL AND $require_gpu_telemetry)
                     THEN ['unknown', concat_ws('; ', unknown_why, CASE WHEN $require_gpu_telemetry THEN missing_gpu_why END)]
+                -- nothing required is missing (no condition ever seen, GPU telemetry optional), yet
+                -- nothing reports at all: still unknown, never available
+                WHEN silent THEN ['unknown', 'no samples from the node']
                 WHEN unavailable_why IS NOT NULL OR (dcgm_present AND missing_gpu_why IS NOT NULL)
                     THEN ['unavailable', concat_ws('; ', unavailable_why, CASE WHEN dcgm_present THEN missing_gpu_why END)]
                 WHEN degraded_why IS NOT NULL THEN ['degraded', degraded_why]

@@ -18,11 +18,15 @@
 --                                START in the week (full length, even past the week's end; an
 --                                episode still open at the data horizon is left out), as
 --                                node_availability_daily counts them per day.
---   interruptions_per_1k_gpu_days  attempts that ended in the week as failed, node_fail, timeout,
---                                oom or preempted, per 1,000 GPU-days allocated (goodput_stack).
+--   interruptions_per_1k_gpu_days  interruptions x 1000 / allocated GPU-days (docs/metrics.md
+--                                "Interruptions per 1,000 GPU-days", the same as metrics/job_success.sql):
+--                                attempts that ended in the week as failed, node_fail, timeout, oom or
+--                                preempted, over the GPU-days job attempts held in the week
+--                                (goodput_stack.allocated_gpu_h / 24).
 --   *_failures                   attempts that ended in the week with that failure class.
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
--- cluster most of its nodes belong to). Jobs that ran on no known node count only in the '*' row.
+-- cluster most of its nodes belong to), as in goodput_stack. Work that ran on no known node has no
+-- cluster row of its own but counts in the '*' row, which sums every job, attempt and stack row.
 -- Extra columns after the contract's give the numerators and denominators, and week_start (DATE).
 CREATE OR REPLACE TABLE weekly_summary AS
 WITH
@@ -140,8 +144,9 @@ stack AS (
                  CAST(allocated_gpu_h AS DOUBLE) AS allocated_gpu_h,
                  CAST(productive_gpu_h AS DOUBLE) AS productive_gpu_h
           FROM goodput_stack
-          -- per-cluster rows only (an all-clusters row, if a version adds one, would count twice)
-          WHERE cluster IN (SELECT cluster FROM node_cluster))
+          -- every per-cluster row, 'unknown' included (work on no known node), so the '*' row
+          -- holds all allocated GPU-hours; an all-clusters row, if a version adds one, would count twice
+          WHERE cluster <> '*')
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 weeks AS (

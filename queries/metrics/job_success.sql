@@ -7,22 +7,33 @@
 --   first_attempt_success_ratio       jobs that succeeded on their first attempt / eligible_jobs
 --   failed_jobs_<class>               eligible jobs that did not succeed, by final failure class
 --   crash_loop_jobs                   jobs flagged crash_loop
---   interruptions                     attempts that ended without succeeding, other than cancellations
---   allocated_gpu_days                GPU-seconds of all attempts inside the window / 86400
---   interruptions_per_1k_gpu_days     interruptions / allocated_gpu_days x 1000
+--   interruptions, allocated_gpu_days, interruptions_per_1k_gpu_days: as weekly_summary counts them
+--   (docs/metrics.md "Interruptions per 1,000 GPU-days"):
+--     interruptions                   attempts that ended in the window as failed, node_fail, timeout,
+--                                     oom or preempted
+--     allocated_gpu_days              GPU-time job attempts held inside the window, in GPU-days: the
+--                                     goodput_segments that hold GPUs (gpus > 0; recovery gaps hold
+--                                     none), clipped to the window, as goodput_stack's allocated_gpu_h
+--     interruptions_per_1k_gpu_days   interruptions x 1000 / allocated_gpu_days (NULL when 0 allocated)
 WITH
 jobs_in_window AS (
     SELECT * FROM job_outcomes WHERE end_ts >= $start AND end_ts < $end
 ),
-attempts_in_window AS (
-    SELECT
-        count(*) FILTER (WHERE end_ts >= $start AND end_ts < $end
-                         AND failure_class IS NOT NULL AND state <> 'cancelled') AS interruptions,
-        coalesce(sum(num_gpus * greatest(0.0,
-            epoch(least(coalesce(end_ts, start_ts + to_seconds(duration_s)), $end)) - epoch(greatest(start_ts, $start)))), 0)
-            / 86400 AS allocated_gpu_days
+interruptions_in_window AS (
+    SELECT count(*) AS interruptions
     FROM attempt_outcomes
-    WHERE start_ts < $end AND coalesce(end_ts, start_ts + to_seconds(duration_s)) > $start
+    WHERE end_ts >= $start AND end_ts < $end
+      AND state IN ('failed', 'node_fail', 'timeout', 'oom', 'preempted')
+),
+allocated_in_window AS (
+    SELECT coalesce(sum(gpus * (least(end_us, epoch_us($end)) - greatest(start_us, epoch_us($start)))), 0)
+               / 86400e6 AS allocated_gpu_days
+    FROM goodput_segments
+    WHERE gpus > 0 AND start_us < epoch_us($end) AND end_us > epoch_us($start)
+),
+attempts_in_window AS (
+    SELECT i.interruptions, a.allocated_gpu_days
+    FROM interruptions_in_window i CROSS JOIN allocated_in_window a
 )
 SELECT
     count(*) FILTER (WHERE eligible) AS eligible_jobs,

@@ -18,7 +18,8 @@ totals AS (
            CAST(sum(productive_gpu_h) AS DOUBLE) AS productive
     FROM goodput_stack
     WHERE CAST(window_start AS DATE) = $week_start
-      AND cluster IN (SELECT cluster FROM nodes)
+      -- '*': every cluster row, 'unknown' (work on no known node) included, as weekly_summary's '*'
+      AND cluster <> '*'
       AND ($cluster = '*' OR cluster = $cluster)
     HAVING count(*) > 0
 ),
