@@ -30,6 +30,10 @@ SQL_DETECTORS: tuple[str, ...] = (
 )
 """`queries/detect/<name>.sql` files run before the stragglers (order does not matter)."""
 
+SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
+"""`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
+detectors run: one pass over gpu_samples that several detectors read."""
+
 CANDIDATE_SCHEMA: dict[str, str] = {
     "entity_type": "VARCHAR",
     "node": "VARCHAR",
@@ -100,12 +104,37 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> 
     con.execute(f"INSERT INTO anomaly_candidates SELECT {casts} FROM frame")
 
 
+def _create_shared(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    sql = load_sql(f"detect/{name}").strip().rstrip(";")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE detect_{name} AS {sql}", bind(sql, params))
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> Any:
+    return con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+
+
+def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
+    """The shared tables, then every SQL detector's candidates into `anomaly_candidates`."""
+    # The shared tables and candidates need no order (every window states its own): without it
+    # DuckDB parallelises the large aggregations and materialisations freely.
+    insertion_order = bool(_setting(con, "preserve_insertion_order"))
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        for name in SHARED_TABLES:
+            _create_shared(con, name, params)
+        for name in SQL_DETECTORS:
+            _insert_sql(con, name, params)
+    finally:
+        for name in SHARED_TABLES:
+            con.execute(f"DROP TABLE IF EXISTS detect_{name}")
+        con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
+
+
 def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """Refill `anomalies` from every detector (the `gpufleet compute` step)."""
     params = detection_params(con, settings)
     _create_candidates(con)
-    for name in SQL_DETECTORS:
-        _insert_sql(con, name, params)
+    _run_sql_detectors(con, params)
     _insert_rows(con, straggler_candidates(con, params))
     _insert_sql(con, "repeat_offenders", params)
     final = load_sql("detect/finalize").strip().rstrip(";")

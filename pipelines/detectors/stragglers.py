@@ -44,7 +44,9 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
         {"job_id": r["job_id"], "attempt": r["attempt"], "rank": r["rank"]}
         for r in ranks.select("job_id", "attempt", "rank").to_dicts()
     ]
+    # One query for every candidate's attempt: its ranks' ratio series.
     series = query_pl(con, "detect/rank_ratio_series", {"ranks": chosen})
+    by_attempt = series.partition_by(["job_id", "attempt"], as_dict=True)
     by_rank = series.partition_by(["job_id", "attempt", "rank"], as_dict=True)
     min_segment = int(params["det_changepoint_min_segment"])
     min_steps = int(params["straggler_min_steps"])
@@ -58,11 +60,7 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
         onset = mean_shift_onset(ratios, min_segment=min_segment,
                                  normal_below=float(params["straggler_ratio"]))
         onset_step = int(s["step"][onset])
-        window = query_pl(
-            con,
-            "detect/rank_window_medians",
-            {"job_id": r["job_id"], "attempt": r["attempt"], "from_step": onset_step},
-        )
+        window = window_medians(by_attempt[(r["job_id"], r["attempt"])], onset_step)
         confirmed = confirm_outlier(
             window, r["rank"],
             ratio_threshold=float(params["straggler_ratio"]),
@@ -110,6 +108,21 @@ def straggler_candidates(con: duckdb.DuckDBPyConnection, params: dict[str, Any])
             }
         )
     return out
+
+
+def window_medians(attempt_series: pl.DataFrame, from_step: int) -> pl.DataFrame:
+    """Median step-time ratio of every rank of one attempt over the steps from `from_step` on.
+
+    `attempt_series` holds the attempt's (rank, step, ratio) rows. Returns (rank, median_ratio,
+    steps): `steps` counts the rank's steps, `median_ratio` ignores steps without a ratio.
+    Used to confirm a straggler over the steps after its onset, against its peers.
+    """
+    return (
+        attempt_series.filter(pl.col("step") >= from_step)
+        .group_by("rank")
+        .agg(median_ratio=pl.col("ratio").median(), steps=pl.len())
+        .sort("rank")
+    )
 
 
 def confirm_outlier(

@@ -23,10 +23,21 @@ WITH rules(metric, kind, mode, threshold, severity, action) AS (
         ('DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', 'nvlink_error_rate', 'counter', $det_nvlink_errors_per_window, 'warn', 'cordon'),
         ('DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', 'nvlink_error_rate', 'counter', $det_nvlink_errors_per_window, 'warn', 'cordon')
 ),
+-- Only a GPU and kind that can fire needs its samples ordered: a counter that changed at least
+-- once (a constant counter never increases) or a level that reached the threshold. One hash
+-- aggregation finds them; the sorts below run on their samples alone (a few GPUs, not the fleet).
+active AS (
+    SELECT s.node, s.gpu, r.kind
+    FROM gpu_samples s JOIN rules r USING (metric)
+    GROUP BY s.node, s.gpu, r.kind
+    HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(s.value) >= any_value(r.threshold)
+                ELSE max(s.value) > min(s.value) OR any_value(r.threshold) <= 0 END
+),
 samples AS (
     SELECT s.ts, s.node, s.gpu, s.uuid, s.metric, s.value, r.kind, r.mode, r.threshold, r.severity, r.action,
            s.value - lag(s.value) OVER (PARTITION BY s.node, s.gpu, s.metric ORDER BY s.ts) AS delta
     FROM gpu_samples s JOIN rules r USING (metric)
+    SEMI JOIN active a ON a.node = s.node AND a.gpu = s.gpu AND a.kind = r.kind
 ),
 increases AS (
     -- Several NVLink counters feed one kind: add their increases per instant.

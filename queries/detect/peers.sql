@@ -15,35 +15,35 @@
 -- Episodes: persistent samples closer than `$det_peer_merge_gap_s` seconds (a throttled GPU that
 -- idles between jobs is one finding); end = last + one scrape,
 -- NULL when at the data horizon. Score = the median |z| of the episode's deviating samples.
-WITH wide AS (
-    SELECT ts, node, gpu, any_value(uuid) AS uuid,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') AS util,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_SM_CLOCK') AS clock,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_POWER_USAGE') AS power,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_TEMP') AS temp
-    FROM gpu_samples
-    WHERE metric IN ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_SM_CLOCK',
-                     'DCGM_FI_DEV_POWER_USAGE', 'DCGM_FI_DEV_GPU_TEMP')
-    GROUP BY ts, node, gpu
-),
-loaded AS (
-    SELECT *,
-           count(*) OVER peers AS peer_count,
-           median(clock) OVER peers AS clock_med,
-           median(power) OVER peers AS power_med,
-           median(temp) OVER peers AS temp_med
-    FROM wide
+WITH loaded AS (
+    -- The scrapes of loaded GPUs (temporary table of queries/detect/gpu_scrapes.sql).
+    SELECT ts, node, gpu, uuid, clock, power, temp
+    FROM detect_gpu_scrapes
     WHERE util >= $det_load_util_min
-    WINDOW peers AS (PARTITION BY node, ts)
+),
+-- Peer statistics per node and scrape with GROUP BY (a window per (node, ts) would sort every row).
+peer_medians AS (
+    SELECT node, ts, count(*) AS peer_count,
+           median(clock) AS clock_med, median(power) AS power_med, median(temp) AS temp_med
+    FROM loaded
+    GROUP BY node, ts
+    HAVING count(*) >= $det_peer_min_count
+),
+with_medians AS (
+    SELECT l.*, m.peer_count, m.clock_med, m.power_med, m.temp_med
+    FROM loaded l JOIN peer_medians m USING (node, ts)
+),
+peer_mads AS (
+    SELECT node, ts,
+           median(abs(clock - clock_med)) AS clock_mad,
+           median(abs(power - power_med)) AS power_mad,
+           median(abs(temp - temp_med)) AS temp_mad
+    FROM with_medians
+    GROUP BY node, ts
 ),
 spread AS (
-    SELECT *,
-           median(abs(clock - clock_med)) OVER peers AS clock_mad,
-           median(abs(power - power_med)) OVER peers AS power_mad,
-           median(abs(temp - temp_med)) OVER peers AS temp_mad
-    FROM loaded
-    WHERE peer_count >= $det_peer_min_count
-    WINDOW peers AS (PARTITION BY node, ts)
+    SELECT w.*, d.clock_mad, d.power_mad, d.temp_mad
+    FROM with_medians w JOIN peer_mads d USING (node, ts)
 ),
 scored AS (
     SELECT ts, node, gpu, uuid, clock, clock_med, power, power_med, temp, temp_med, peer_count,
@@ -66,11 +66,16 @@ deviations AS (
            temp_z, clock, clock_med, power, power_med, temp, temp_med, peer_count
     FROM scored
 ),
+-- Only a (GPU, kind) that deviates at least once can be flagged: the trailing window (a sort)
+-- runs on those series alone.
+deviating AS (
+    SELECT DISTINCT node, gpu, kind FROM deviations WHERE deviates
+),
 persistent AS (
     SELECT *,
            avg(deviates::INTEGER) OVER recent AS deviating_share,
            count(*) OVER recent AS recent_samples
-    FROM deviations
+    FROM deviations SEMI JOIN deviating USING (node, gpu, kind)
     WINDOW recent AS (PARTITION BY node, gpu, kind ORDER BY ts
                       RANGE BETWEEN to_seconds($det_peer_window_s) PRECEDING AND CURRENT ROW)
 ),

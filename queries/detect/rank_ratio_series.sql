@@ -1,8 +1,10 @@
--- Per-step ratio series of chosen ranks: ratio = the rank's step time / the median over the
--- attempt's ranks at that step (compute_s when present, else step_s), as rank_slowdown defines it.
--- `$ranks` is a list of {job_id, attempt, rank} structs. Ordered by step. Times in seconds.
+-- Per-step ratio series of every rank of the attempts of chosen ranks: ratio = the rank's step time
+-- / the median over the attempt's ranks at that step (compute_s when present, else step_s), as
+-- rank_slowdown defines it. `$ranks` is a list of {job_id, attempt, rank} structs; all ranks of
+-- their attempts are returned (a candidate's onset reads its own series, its confirmation the
+-- other ranks' ratios after the onset). Ordered by attempt, rank and step. Times in seconds.
 WITH chosen AS (
-    SELECT c.job_id, c.attempt, c.rank FROM (SELECT unnest($ranks) AS c)
+    SELECT DISTINCT c.job_id, c.attempt FROM (SELECT unnest($ranks) AS c)
 ),
 steps AS (
     SELECT s.job_id, s.attempt, s.step, s.rank, s.end_ts, s.step_s,
@@ -13,5 +15,5 @@ steps AS (
 )
 SELECT s.job_id, s.attempt, s.rank, s.step, s.end_ts, s.step_s,
        s.busy_s / nullif(s.step_median_s, 0) AS ratio
-FROM steps s JOIN chosen USING (job_id, attempt, rank)
+FROM steps s
 ORDER BY s.job_id, s.attempt, s.rank, s.step

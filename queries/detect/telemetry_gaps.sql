@@ -7,7 +7,8 @@
 -- When every GPU of the node is silent over overlapping gaps, it is the node's exporter: one
 -- node-level finding replaces the per-GPU ones. Score = gap length in minutes.
 WITH reports AS (
-    SELECT node, gpu, ts FROM gpu_samples GROUP BY node, gpu, ts
+    -- Every scrape that reported any field (temporary table of queries/detect/gpu_scrapes.sql).
+    SELECT node, gpu, ts FROM detect_gpu_scrapes
 ),
 gaps AS (
     SELECT node, gpu, ts AS last_ts, next_ts
