@@ -118,9 +118,11 @@ def main(argv: list[str] | None = None) -> Path:
         if stage == "floor":
             detail = json.loads(stdout)
         counted = rows if stage in ROW_STAGES else None
+        # Rates from the recorded (rounded) times, so the JSON is consistent with itself.
+        seconds, cpu = round(seconds, 3), round(cpu, 3)
         results.append(StageResult(
-            stage, round(seconds, 3), round(cpu, 3), round(rss, 1), round(load, 2), counted,
-            round(counted / seconds) if counted else None,
+            stage, seconds, cpu, round(rss, 1), round(load, 2), counted,
+            round(counted / seconds) if counted and seconds else None,
             round(counted / cpu) if counted and cpu else None, detail=detail,
         ))
         with open(workdir / STAGES_LOG, "a") as log:
