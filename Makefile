@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+APP_STAMP := $(VENV)/.installed-app
 SCALE ?= S
 PYTEST_ARGS ?=
 
@@ -11,12 +12,22 @@ PYTEST_ARGS ?=
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	-$(BIN)/pip install --quiet uv
+
+# uv installs the same wheels as pip in a fraction of the time (about 10 s instead of 50 s on a
+# fresh machine); pip stays the fallback wherever uv cannot run.
+install = $(BIN)/uv pip install --quiet --python $(BIN)/python $(1) || $(BIN)/pip install --quiet $(1)
+
+# The app alone for `make demo`; the dev extras (tests, browser, notebooks) for everything else.
+$(APP_STAMP): pyproject.toml | $(BIN)/python
+	$(call install,-e .)
+	touch $(APP_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(call install,-e '.[dev]')
+	touch $(STAMP) $(APP_STAMP)
 
-demo: $(STAMP)
+demo: $(APP_STAMP)
 	$(BIN)/gpufleet demo
 
 test: $(STAMP)

@@ -41,8 +41,8 @@ def backfill(frames: dict[str, pl.DataFrame], storage: Path, host_label: str = "
     text = storage.parent / f"{storage.name}.om.txt"
     samples = write_openmetrics(frames, text, host_label)
     subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h", str(text), str(storage)],
-        check=True, capture_output=True, timeout=600,
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=7d", str(text), str(storage)],
+        check=True, capture_output=True, timeout=600 + samples // 20_000,
     )
     text.unlink()
     return samples
