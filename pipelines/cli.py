@@ -10,6 +10,9 @@ import importlib.util
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -302,6 +305,15 @@ def app_cmd(
     _serve(ctx.obj.db, port, headless)
 
 
+@contextmanager
+def _stage(done: str, doing: str) -> Iterator[None]:
+    """A spinner while a demo stage runs, then one line saying what it did and how long it took."""
+    began = time.perf_counter()
+    with console.status(doing):
+        yield
+    console.print(f"{done} in {time.perf_counter() - began:.0f} s")
+
+
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -320,12 +332,12 @@ def demo(
     from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
-    with console.status(f"Simulating {nodes} nodes x {days} days ..."):
+    with _stage(f"Simulated {nodes} nodes x {days} days into {escape(str(data))}", f"Simulating {nodes} nodes x {days} days ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
     con = open_store(db, retries=WRITER_RETRIES)
-    with console.status("Loading ..."):
+    with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
         ingest_files(con, data)
-    with console.status("Computing ..."):
+    with _stage("Computed the metrics and anomalies", "Computing ..."):
         run_compute(con, ctx.obj.settings())
     out.print(demo_summary(con))
     con.close()
