@@ -40,8 +40,9 @@ def backfill(frames: dict[str, pl.DataFrame], storage: Path, host_label: str = "
     storage.mkdir(parents=True, exist_ok=True)
     text = storage.parent / f"{storage.name}.om.txt"
     samples = write_openmetrics(frames, text, host_label)
+    # A week in hours: promtool 2.x reads a Go duration, which has no `d` unit.
     subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=7d", str(text), str(storage)],
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=168h", str(text), str(storage)],
         check=True, capture_output=True, timeout=600 + samples // 20_000,
     )
     text.unlink()
