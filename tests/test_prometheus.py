@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -557,6 +558,62 @@ def test_cli_insecure_skips_verification_and_says_so_once(tmp_path, tls_server, 
     # One warning in the report instead of urllib3's on every request (the console wraps lines).
     assert " ".join(done.stderr.split()).count("was not verified (--insecure)") == 1
     assert "InsecureRequestWarning" not in done.stderr
+
+
+# ------------------------------------------------- EFA: the documented node_metrics mapping
+
+
+def _documented_efa_mapping() -> dict[str, dict[str, str]]:
+    import re
+    import tomllib
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "sources.md").read_text()
+    blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", doc, re.DOTALL) if "node_amazonefa_" in b]
+    assert len(blocks) == 1, "docs/sources.md should have one EFA node_metrics example"
+    return blocks[0]["prometheus"]["node_metrics"]
+
+
+@pytest.mark.integration
+def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp_path):
+    """Series as the EFA node exporter's `amazonefa` collector names and labels them."""
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    import subprocess
+
+    from tests.prometheus_server import PROMTOOL
+
+    t0 = T0.timestamp()
+    devices = ("rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27")
+    rx_drops = {"rdmap16s27": [0, 0, 2, 5]}  # per scrape; other adapters stay 0
+    read_errors = {"rdmap32s27": [0, 1, 1, 1]}
+    target = 'node="gpu-node-01",instance="10.0.0.7:9100",job="efa-node-exporter"'
+    families: dict[str, list[str]] = defaultdict(list)
+    for i in range(4):  # 4 scrapes, 30 s apart; rdmap160s27 is gone from the third on
+        at = f"{t0 + 30 * i:.3f}"
+        for device in devices[:3] if i >= 2 else devices:
+            families["node_amazonefa_info"].append(f'{{device="{device}",{target}}} 1 {at}')
+            port = f'{{device="{device}",port="1",{target}}}'
+            families["node_amazonefa_rx_drops"].append(f"{port} {rx_drops.get(device, [0] * 4)[i]} {at}")
+            families["node_amazonefa_rdma_read_wr_err"].append(f"{port} {read_errors.get(device, [0] * 4)[i]} {at}")
+            families["node_amazonefa_tx_bytes"].append(f"{port} {1.047e12 + i * 1e9} {at}")  # traffic, not errors
+    lines = []
+    for name, samples in families.items():
+        lines.append(f"# TYPE {name} gauge")  # OpenMetrics counters would need `_total`; the exporter has none
+        lines.extend(f"{name}{sample}" for sample in samples)
+    text = tmp_path / "efa.om.txt"
+    text.write_text("\n".join([*lines, "# EOF"]) + "\n")
+    storage = tmp_path / "efa"
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+                   check=True, capture_output=True, timeout=120)
+    settings = PrometheusSettings.from_extra({"prometheus": {
+        "node_metrics": _documented_efa_mapping(), "gpu_metrics": [], "xid_count_metric": "",
+        "xid_last_metric": "", "condition_metric": "", "unschedulable_metric": "",
+    }})
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5), settings)
+    landed = con.execute(
+        "SELECT metric, list(value ORDER BY ts) FROM node_samples WHERE node = 'gpu-node-01' GROUP BY metric"
+    ).fetchall()
+    assert dict(landed) == {"nic_links_up": [4.0, 4.0, 3.0, 3.0], "nic_link_errors_total": [0.0, 1.0, 3.0, 6.0]}
 
 
 # ------------------------------------------------- the simulator through a real Prometheus
