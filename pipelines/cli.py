@@ -102,7 +102,7 @@ def ingest_prometheus_cmd(
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
     Credentials come from the environment: GPUFLEET_PROM_TOKEN (bearer) or
-    GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth).
+    GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     """
     from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
     from pipelines.store import open_store

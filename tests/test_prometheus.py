@@ -8,7 +8,9 @@ reproduce the landing rows exactly (same count, same values).
 from __future__ import annotations
 
 import json
+import logging
 import threading
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 
 from pipelines.errors import ConfigError, SourceError
 from pipelines.sources.prometheus import (
+    PrometheusClient,
     PrometheusSettings,
     chunks,
     ingest_prometheus,
@@ -29,9 +32,16 @@ from pipelines.sources.prometheus import (
     read_watermarks,
     redact_url,
 )
-from pipelines.store import row_counts
+from pipelines.store import open_store, row_counts
 from tests.conftest import require
-from tests.prometheus_server import available, backfill, prometheus_server
+from tests.prometheus_server import (
+    OPENSSL,
+    Certificates,
+    available,
+    backfill,
+    make_certificates,
+    prometheus_server,
+)
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)
 SCRAPE = timedelta(seconds=30)
@@ -454,6 +464,156 @@ def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
                 "--url", f"http://127.0.0.1:{free_port()}", "--start", "-1h")
     assert done.returncode == 2
     assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------- TLS: the same fleet served over HTTPS
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory) -> Certificates:
+    require(Path(OPENSSL).is_file(), "openssl (Debian package `openssl`)")
+    return make_certificates(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory, fleet, certificates):
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    storage = tmp_path_factory.mktemp("prom-tls") / "data"
+    backfill(fleet, storage)
+    with prometheus_server(storage, tls=certificates) as srv:
+        yield srv
+
+
+@pytest.fixture
+def no_ca_bundle(monkeypatch):
+    """The test CA is unknown unless a test names it (requests reads these variables too)."""
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.integration
+def test_tls_certificate_of_an_unknown_ca_is_refused_and_nothing_changes(con, server, tls_server, no_ca_bundle,
+                                                                          caplog):
+    caplog.set_level(logging.DEBUG)
+    ingest_prometheus(con, server.url, T0, T0 + timedelta(minutes=30), SETTINGS)
+    before = row_counts(con)
+    marks_before = con.execute("SELECT * FROM ingest_watermarks ORDER BY ALL").fetchall()
+    with pytest.raises(SourceError) as err:
+        ingest_prometheus(con, tls_server.url, T0, END, SETTINGS, env={"GPUFLEET_PROM_TOKEN": "tls-t0ken"})
+    assert str(err.value).startswith(
+        f"The TLS certificate of {tls_server.url} could not be verified: unable to get local issuer certificate"
+    )
+    assert "REQUESTS_CA_BUNDLE" in str(err.value) and "--insecure" in str(err.value)
+    assert before["gpu_samples"] > 0 and row_counts(con) == before
+    assert con.execute("SELECT * FROM ingest_watermarks ORDER BY ALL").fetchall() == marks_before
+    assert "tls-t0ken" not in str(err.value) + caplog.text
+
+
+@pytest.mark.integration
+def test_tls_with_the_ca_in_requests_ca_bundle_lands_what_plain_http_lands(tmp_path, server, tls_server,
+                                                                           certificates, no_ca_bundle, fleet):
+    via_http, via_https = open_store(tmp_path / "http.duckdb"), open_store(tmp_path / "https.duckdb")
+    try:
+        ingest_prometheus(via_http, server.url, T0, END, SETTINGS)
+        report = ingest_prometheus(via_https, tls_server.url, T0, END, SETTINGS,
+                                   env={"REQUESTS_CA_BUNDLE": str(certificates.ca_cert)})
+        assert row_counts(via_https)["gpu_samples"] == fleet["gpu_samples"].height
+        assert row_counts(via_https) == row_counts(via_http)
+        for table in PROMETHEUS_TABLES:
+            assert _table_rows(via_https, table) == _table_rows(via_http, table), table
+        assert not [w for w in report.warnings if "TLS" in w]
+    finally:
+        via_http.close()
+        via_https.close()
+
+
+@pytest.mark.integration
+def test_https_to_a_plain_http_port_is_a_handshake_error(con, server):
+    https_url = server.url.replace("http://", "https://")
+    with pytest.raises(SourceError, match=rf"TLS handshake with {https_url} failed \(wrong version number\)"):
+        ingest_prometheus(con, https_url, T0, END, SETTINGS)
+
+
+def test_a_ca_bundle_that_does_not_exist_is_a_config_error(tmp_path):
+    missing = tmp_path / "no-such-ca.pem"
+    with pytest.raises(ConfigError, match=r"`.*no-such-ca.pem` named by REQUESTS_CA_BUNDLE does not exist"):
+        PrometheusClient("https://prometheus.example:9090", SETTINGS, env={"REQUESTS_CA_BUNDLE": str(missing)})
+
+
+@pytest.mark.integration
+def test_cli_insecure_skips_verification_and_says_so_once(tmp_path, tls_server, fleet):
+    db = tmp_path / "cli.duckdb"
+    config = tmp_path / "gpufleet.toml"
+    config.write_text('[prometheus]\nchunk_s = 3600\ngpu_metrics = ["DCGM_FI_DEV_GPU_UTIL"]\n')
+    args = ["--config", str(config), "ingest", "prometheus", "--url", tls_server.url,
+            "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T02:00:00Z"]
+    no_bundle = {"REQUESTS_CA_BUNDLE": "", "CURL_CA_BUNDLE": ""}
+    refused = _cli(db, *args, env=no_bundle)
+    assert refused.returncode == 2
+    assert "could not be verified" in " ".join(refused.stderr.split()) and "Traceback" not in refused.stderr
+    done = _cli(db, *args, "--insecure", env=no_bundle)
+    assert done.returncode == 0, done.stderr
+    util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
+    assert f"{util:,}" in done.stdout
+    # One warning in the report instead of urllib3's on every request (the console wraps lines).
+    assert " ".join(done.stderr.split()).count("was not verified (--insecure)") == 1
+    assert "InsecureRequestWarning" not in done.stderr
+
+
+# ------------------------------------------------- EFA: the documented node_metrics mapping
+
+
+def _documented_efa_mapping() -> dict[str, dict[str, str]]:
+    import re
+    import tomllib
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "sources.md").read_text()
+    blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", doc, re.DOTALL) if "node_amazonefa_" in b]
+    assert len(blocks) == 1, "docs/sources.md should have one EFA node_metrics example"
+    return blocks[0]["prometheus"]["node_metrics"]
+
+
+@pytest.mark.integration
+def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp_path):
+    """Series as the EFA node exporter's `amazonefa` collector names and labels them."""
+    require(available(), "Prometheus (Debian package `prometheus`)")
+    import subprocess
+
+    from tests.prometheus_server import PROMTOOL
+
+    t0 = T0.timestamp()
+    devices = ("rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27")
+    rx_drops = {"rdmap16s27": [0, 0, 2, 5]}  # per scrape; other adapters stay 0
+    read_errors = {"rdmap32s27": [0, 1, 1, 1]}
+    target = 'node="gpu-node-01",instance="10.0.0.7:9100",job="efa-node-exporter"'
+    families: dict[str, list[str]] = defaultdict(list)
+    for i in range(4):  # 4 scrapes, 30 s apart; rdmap160s27 is gone from the third on
+        at = f"{t0 + 30 * i:.3f}"
+        for device in devices[:3] if i >= 2 else devices:
+            families["node_amazonefa_info"].append(f'{{device="{device}",{target}}} 1 {at}')
+            port = f'{{device="{device}",port="1",{target}}}'
+            families["node_amazonefa_rx_drops"].append(f"{port} {rx_drops.get(device, [0] * 4)[i]} {at}")
+            families["node_amazonefa_rdma_read_wr_err"].append(f"{port} {read_errors.get(device, [0] * 4)[i]} {at}")
+            families["node_amazonefa_tx_bytes"].append(f"{port} {1.047e12 + i * 1e9} {at}")  # traffic, not errors
+    lines = []
+    for name, samples in families.items():
+        lines.append(f"# TYPE {name} gauge")  # OpenMetrics counters would need `_total`; the exporter has none
+        lines.extend(f"{name}{sample}" for sample in samples)
+    text = tmp_path / "efa.om.txt"
+    text.write_text("\n".join([*lines, "# EOF"]) + "\n")
+    storage = tmp_path / "efa"
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+                   check=True, capture_output=True, timeout=120)
+    settings = PrometheusSettings.from_extra({"prometheus": {
+        "node_metrics": _documented_efa_mapping(), "gpu_metrics": [], "xid_count_metric": "",
+        "xid_last_metric": "", "condition_metric": "", "unschedulable_metric": "",
+    }})
+    with prometheus_server(storage) as srv:
+        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5), settings)
+    landed = con.execute(
+        "SELECT metric, list(value ORDER BY ts) FROM node_samples WHERE node = 'gpu-node-01' GROUP BY metric"
+    ).fetchall()
+    assert dict(landed) == {"nic_links_up": [4.0, 4.0, 3.0, 3.0], "nic_link_errors_total": [0.0, 1.0, 3.0, 6.0]}
 
 
 # ------------------------------------------------- the simulator through a real Prometheus

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from pipelines.cli import ingest_app
 from pipelines.sources.prometheus import PrometheusSettings
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "sources.md").read_text()
+TOML_EXAMPLES = re.findall(r"```toml\n(.*?)```", DOC, re.DOTALL)
 
 
 @pytest.mark.parametrize("command", sorted(c.name for c in ingest_app.registered_commands))
@@ -21,3 +24,8 @@ def test_every_ingest_command_is_documented(command):
 @pytest.mark.parametrize("setting", [f.name for f in dataclasses.fields(PrometheusSettings)])
 def test_every_prometheus_setting_is_documented(setting):
     assert f"{setting} =" in DOC or f"`{setting}`" in DOC
+
+
+@pytest.mark.parametrize("example", TOML_EXAMPLES, ids=[f"toml-{i}" for i in range(len(TOML_EXAMPLES))])
+def test_every_toml_example_is_a_valid_prometheus_config(example):
+    PrometheusSettings.from_extra(tomllib.loads(example))

@@ -25,7 +25,9 @@ import dataclasses
 import math
 import os
 import re
+import ssl
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,11 +40,19 @@ import numpy as np
 import polars as pl
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.exceptions import InsecureRequestWarning
 from urllib3.util.retry import Retry
 
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
-from pipelines.store import ROW_COLUMN, LoadResult, TableInput, ensure_schema, load_batch, quote_ident
+from pipelines.store import (
+    ROW_COLUMN,
+    LoadResult,
+    TableInput,
+    ensure_schema,
+    load_batch,
+    quote_ident,
+)
 
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses a query whose result has more points than this per series."""
@@ -234,7 +244,7 @@ def redact_url(url: str) -> str:
 
 
 class PrometheusClient:
-    """prometheus-api-client with explicit retries, auth from the environment, clear errors."""
+    """prometheus-api-client with explicit retries, auth and CA bundle from the environment, clear errors."""
 
     def __init__(
         self,
@@ -256,13 +266,16 @@ class PrometheusClient:
             raise ConfigError(f"`{redact_url(url)}` is not a URL.", "Pass e.g. --url http://prometheus:9090.")
         self.shown_url = redact_url(url)
         self.settings = settings
+        self.insecure = insecure
         self._sleep = sleep
+        session = requests.Session()
+        session.verify = False if insecure else _ca_bundle(env) or True
         # Retries are ours (below), so the library must not retry on its own.
         self._client = PrometheusConnect(
             url=url.rstrip("/"),
             headers=headers or None,
             auth=auth,
-            disable_ssl=insecure,
+            session=session,
             retry=Retry(total=0, status_forcelist=[], raise_on_status=False),
             timeout=settings.timeout_s,
             method="POST",
@@ -282,7 +295,10 @@ class PrometheusClient:
             last = attempt == self.settings.retries
             try:
                 self.requests_made += 1
-                return self._client.custom_query(promql, params={"time": f"{at_ms / 1000:.3f}"})
+                with warnings.catch_warnings():
+                    if self.insecure:  # said once, in the report, instead of on every request
+                        warnings.simplefilter("ignore", InsecureRequestWarning)
+                    return self._client.custom_query(promql, params={"time": f"{at_ms / 1000:.3f}"})
             except PrometheusApiClientException as e:
                 status = _status_of(e)
                 if status is not None and status < 500 and status != 429:
@@ -293,11 +309,8 @@ class PrometheusClient:
                         f"{self.settings.retries} retries.",
                         "Check the server's health and try again; nothing was loaded.",
                     ) from None
-            except requests.exceptions.SSLError:
-                raise SourceError(
-                    f"The TLS certificate of {self.shown_url} could not be verified.",
-                    "Fix the certificate (or REQUESTS_CA_BUNDLE), or pass --insecure to skip verification.",
-                ) from None
+            except requests.exceptions.SSLError as e:
+                raise _tls_error(self.shown_url, e) from None
             except (requests.ConnectionError, requests.Timeout) as e:
                 if last:
                     kind = "timed out" if isinstance(e, requests.Timeout) else "could not be reached"
@@ -325,6 +338,54 @@ class PrometheusClient:
             f"Prometheus at {self.shown_url} rejected the query `{promql}` (HTTP {status}): {detail}",
             "Fix the selector or matchers in the [prometheus] section of gpufleet.toml.",
         )
+
+
+def _ca_bundle(env: dict[str, str]) -> str | None:
+    """The CA bundle named by REQUESTS_CA_BUNDLE (or CURL_CA_BUNDLE) in `env`.
+
+    requests itself reads them from `os.environ` only, so an `env` passed in (embedding,
+    tests) would otherwise not reach it.
+    """
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        path = env.get(name)
+        if path:
+            if not os.path.exists(path):
+                raise ConfigError(
+                    f"The CA bundle `{path}` named by {name} does not exist.",
+                    f"Point {name} at a PEM file of the CAs that signed the server's certificate.",
+                )
+            return path
+    return None
+
+
+def _tls_error(shown_url: str, error: requests.exceptions.SSLError) -> SourceError:
+    cause = _ssl_cause(error)
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return SourceError(
+            f"The TLS certificate of {shown_url} could not be verified: {cause.verify_message.rstrip('.')}.",
+            "Set REQUESTS_CA_BUNDLE to a PEM file of the CAs that signed it, or pass --insecure "
+            "to skip verification.",
+        )
+    reason = cause.reason.lower().replace("_", " ") if cause is not None and cause.reason else "no details"
+    return SourceError(
+        f"The TLS handshake with {shown_url} failed ({reason}).",
+        "Check that the server speaks HTTPS on that port, or use an http:// URL.",
+    )
+
+
+def _ssl_cause(error: BaseException) -> ssl.SSLError | None:
+    """The `ssl` error under the requests and urllib3 wrappers (causes, contexts, `reason`)."""
+    pending: list[object] = [error]
+    seen: set[int] = set()
+    while pending:
+        e = pending.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLError):
+            return e
+        pending.extend([e.__cause__, e.__context__, getattr(e, "reason", None), *e.args])
+    return None
 
 
 def _status_of(e: PrometheusApiClientException) -> int | None:
@@ -954,6 +1015,8 @@ def ingest_prometheus(
     ensure_schema(con)
     marks = {} if full else read_watermarks(con, source)
     run = _Ingest(con, client, settings, downsample_s, progress, after_chunk)
+    if insecure and urlsplit(url).scheme == "https":
+        run.report.warnings.append(f"The TLS certificate of {client.shown_url} was not verified (--insecure).")
     start_ms, end_ms = _ms(start), _ms(end)
     new_marks: dict[str, datetime] = {}
     empty_gpu_metrics: list[str] = []
