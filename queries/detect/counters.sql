@@ -25,62 +25,74 @@ WITH rules(metric, kind, mode, threshold, severity, action) AS (
 ),
 -- Only a GPU and kind that can fire needs its samples ordered: a counter that changed at least
 -- once (a constant counter never increases) or a level that reached the threshold. One hash
--- aggregation finds them; the sorts below run on their samples alone (a few GPUs, not the fleet).
+-- aggregation finds them and numbers them; the window functions below then sort narrow rows
+-- (integer series, time, value) of those GPUs alone, not the fleet's strings.
 active AS (
-    SELECT s.node, s.gpu, r.kind
-    FROM gpu_samples s JOIN rules r USING (metric)
-    GROUP BY s.node, s.gpu, r.kind
-    HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(s.value) >= any_value(r.threshold)
-                ELSE max(s.value) > min(s.value) OR any_value(r.threshold) <= 0 END
+    SELECT row_number() OVER () AS series, node, gpu, kind, mode, threshold, severity, action
+    FROM (
+        SELECT s.node, s.gpu, r.kind, any_value(r.mode) AS mode, any_value(r.threshold) AS threshold,
+               any_value(r.severity) AS severity, any_value(r.action) AS action
+        FROM gpu_samples s JOIN rules r USING (metric)
+        GROUP BY s.node, s.gpu, r.kind
+        HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(s.value) >= any_value(r.threshold)
+                    ELSE max(s.value) > min(s.value) OR any_value(r.threshold) <= 0 END
+    )
+),
+metric_ids AS (
+    SELECT metric, kind, row_number() OVER () AS metric_id FROM rules
 ),
 samples AS (
-    SELECT s.ts, s.node, s.gpu, s.uuid, s.metric, s.value, r.kind, r.mode, r.threshold, r.severity, r.action,
-           s.value - lag(s.value) OVER (PARTITION BY s.node, s.gpu, s.metric ORDER BY s.ts) AS delta
-    FROM gpu_samples s JOIN rules r USING (metric)
-    SEMI JOIN active a ON a.node = s.node AND a.gpu = s.gpu AND a.kind = r.kind
+    SELECT a.series, s.ts, s.uuid, s.value,
+           s.value - lag(s.value) OVER (PARTITION BY a.series, m.metric_id ORDER BY s.ts) AS delta
+    FROM gpu_samples s
+    JOIN metric_ids m USING (metric)
+    JOIN active a ON a.node = s.node AND a.gpu = s.gpu AND a.kind = m.kind
 ),
 increases AS (
     -- Several NVLink counters feed one kind: add their increases per instant.
-    SELECT ts, node, gpu, any_value(uuid) AS uuid, kind, any_value(mode) AS mode,
-           any_value(threshold) AS threshold, any_value(severity) AS severity, any_value(action) AS action,
+    SELECT series, ts, any_value(uuid) AS uuid,
            sum(CASE WHEN delta IS NULL THEN 0 WHEN delta < 0 THEN value ELSE delta END) AS increase,
-           max(value) AS level,
-           bool_or(delta < 0) AS reset
+           max(value) AS level
     FROM samples
-    GROUP BY ALL
+    GROUP BY series, ts
 ),
 windowed AS (
     SELECT *,
            sum(increase) OVER (
-               PARTITION BY node, gpu, kind ORDER BY ts
+               PARTITION BY series ORDER BY ts
                RANGE BETWEEN to_seconds($det_counter_window_s) PRECEDING AND CURRENT ROW
            ) AS window_increase
     FROM increases
 ),
 flagged AS (
-    SELECT * FROM (
-        SELECT *, CASE WHEN mode = 'level' THEN level ELSE window_increase END AS measure FROM windowed)
-    WHERE measure >= threshold
+    SELECT w.series, w.ts, w.uuid, CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END AS measure
+    FROM windowed w JOIN active a USING (series)
+    WHERE measure >= a.threshold
 ),
 islands AS (
     SELECT *,
            sum(CASE WHEN prev_ts IS NULL OR ts - prev_ts > to_seconds($det_gap_s) THEN 1 ELSE 0 END)
-               OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS episode
-    FROM (SELECT *, lag(ts) OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS prev_ts FROM flagged)
+               OVER (PARTITION BY series ORDER BY ts) AS episode
+    FROM (SELECT *, lag(ts) OVER (PARTITION BY series ORDER BY ts) AS prev_ts FROM flagged)
+),
+episodes AS (
+    SELECT series, episode, any_value(uuid) AS uuid, min(ts) AS first_ts, max(ts) AS last_ts,
+           max(measure) AS max_measure, count(*) AS samples
+    FROM islands
+    GROUP BY series, episode
 )
-SELECT 'gpu' AS entity_type, node, gpu, any_value(uuid) AS uuid,
-       NULL::VARCHAR AS job_id, NULL::INTEGER AS rank, kind,
-       min(ts) AS start_ts,
-       CASE WHEN max(ts) >= $horizon::TIMESTAMPTZ - to_seconds($det_gap_s) THEN NULL
-            ELSE max(ts) + to_seconds($det_sample_interval_s) END AS end_ts,
-       min(ts) AS detected_at,
-       max(measure) / any_value(threshold) AS score,
-       any_value(severity) AS severity,
+SELECT 'gpu' AS entity_type, a.node, a.gpu, e.uuid,
+       NULL::VARCHAR AS job_id, NULL::INTEGER AS rank, a.kind,
+       e.first_ts AS start_ts,
+       CASE WHEN e.last_ts >= $horizon::TIMESTAMPTZ - to_seconds($det_gap_s) THEN NULL
+            ELSE e.last_ts + to_seconds($det_sample_interval_s) END AS end_ts,
+       e.first_ts AS detected_at,
+       e.max_measure / a.threshold AS score,
+       a.severity,
        json_object(
-           'measure', CASE WHEN any_value(mode) = 'level' THEN 'counter value' ELSE 'increase per window' END,
-           'max_value', max(measure), 'threshold', any_value(threshold),
-           'window_s', $det_counter_window_s, 'samples', count(*)
+           'measure', CASE WHEN a.mode = 'level' THEN 'counter value' ELSE 'increase per window' END,
+           'max_value', e.max_measure, 'threshold', a.threshold,
+           'window_s', $det_counter_window_s, 'samples', e.samples
        )::VARCHAR AS evidence,
-       any_value(action) AS action
-FROM islands
-GROUP BY node, gpu, kind, episode
+       a.action
+FROM episodes e JOIN active a USING (series)
