@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import streamlit as st
 
 from gpufleet_app import data
-from gpufleet_app.weeks import IsoWeek
 from pipelines.errors import GpufleetError
+from pipelines.weeks import IsoWeek
 
 ALL_CLUSTERS = "*"
 REQUIRED_VIEWS = (
@@ -77,7 +76,14 @@ class Filters:
     """A cluster name, or `*` for all clusters."""
 
     def params(self) -> dict[str, object]:
-        return {**self.week.params(), "cluster": self.cluster}
+        """The app queries' named parameters; `$week_start`/`$week_end` are UTC instants."""
+        return {
+            "week": self.week.label,
+            "week_start": self.week.start,
+            "week_end": self.week.end,
+            "prev_week": self.week.previous.label,
+            "cluster": self.cluster,
+        }
 
     @property
     def cluster_label(self) -> str:
@@ -133,8 +139,8 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
 
 def week_label(week: str) -> str:
     """`2026-W48 · 23 Nov–29 Nov 2026`."""
-    monday = IsoWeek.parse(week).monday
-    return f"{week} · {monday:%d %b}–{monday + timedelta(days=6):%d %b %Y}"
+    iso_week = IsoWeek.parse(week)
+    return f"{week} · {iso_week.monday:%d %b}–{iso_week.sunday:%d %b %Y}"
 
 
 def sidebar_status() -> None:

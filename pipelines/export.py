@@ -90,7 +90,7 @@ def _partition_in_week(relative: Path, week: IsoWeek) -> bool:
             return value == week.label
         if key == "day":
             try:
-                return week.start <= date.fromisoformat(value) < week.end
+                return IsoWeek.of(date.fromisoformat(value)) == week
             except ValueError:
                 return False
     return False
@@ -109,7 +109,7 @@ def _stage(
 ) -> int:
     """COPY the table's week into `staging/<table>/...`; return the number of rows written."""
     sql = load_sql(f"export/{table}")
-    params = bind(sql, {"week": week.label, "week_start": week.start})
+    params = bind(sql, {"week": week.label, "week_start": week.monday})  # the export queries take a DATE
     options = [f"FORMAT {fmt}", f"PARTITION_BY ({', '.join(EXPORT_TABLES[table])})",
                f"FILE_EXTENSION {_sql_string(fmt + PARTIAL_SUFFIX)}",
                "FILENAME_PATTERN 'data_{i}'"]

@@ -85,7 +85,7 @@ def build_report(
     params: dict[str, Any] = {
         **(settings or Settings()).sql_params(),
         "week": week.label,
-        "week_start": week.start,
+        "week_start": week.monday,  # the report queries take a DATE
         "cluster": cluster,
         "limit": top,
     }
@@ -162,10 +162,9 @@ _NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h)?|n/a|-)$")
 
 def _title(report: WeeklyReport) -> str:
     scope = "all clusters" if report.cluster == ALL_CLUSTERS else f"cluster {report.cluster}"
-    last_day = report.week.end.fromordinal(report.week.end.toordinal() - 1)
     return (
         f"Weekly reliability report {report.week.label} "
-        f"(Mon {report.week.start} to Sun {last_day}, UTC), {scope}"
+        f"(Mon {report.week.monday} to Sun {report.week.sunday}, UTC), {scope}"
     )
 
 
@@ -237,8 +236,8 @@ def to_json(report: WeeklyReport) -> str:
     """The report as JSON: raw values (ratios 0-1, hours, GPU-hours), nulls where unknown."""
     payload = {
         "week": report.week.label,
-        "week_start": report.week.start.isoformat(),
-        "week_end": report.week.end.isoformat(),
+        "week_start": report.week.monday.isoformat(),
+        "week_end": report.week.end.date().isoformat(),
         "cluster": report.cluster,
         "summary": _records(report.summary),
         "goodput_stack": _records(report.goodput_stack),

@@ -1,4 +1,4 @@
-"""The app's pure parts: ISO weeks, number formats, the default week, the read layer."""
+"""The app's pure parts: the week filter's parameters, number formats, the default week, the read layer."""
 
 from __future__ import annotations
 
@@ -7,47 +7,40 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gpufleet_app import fmt
 from gpufleet_app.data import Reader, fingerprint
-from gpufleet_app.ui import default_week
-from gpufleet_app.weeks import IsoWeek
+from gpufleet_app.ui import Filters, default_week, week_label
 from pipelines.errors import DatabaseMissingError
+from pipelines.weeks import IsoWeek
 
 
 @pytest.mark.parametrize(
     ("text", "monday", "previous"),
     [
         ("2026-W48", date(2026, 11, 23), "2026-W47"),  # the SPEC's example week
-        ("2026-W01", date(2025, 12, 29), "2025-W52"),  # ISO 2026 starts on Mon 2025-12-29
         ("2021-W01", date(2021, 1, 4), "2020-W53"),  # 2020 has 53 ISO weeks
-        ("2020-W53", date(2020, 12, 28), "2020-W52"),
     ],
 )
-def test_iso_weeks(text: str, monday: date, previous: str) -> None:
-    week = IsoWeek.parse(text)
-    assert week.monday == monday
-    assert str(week.previous()) == previous
-    assert week.start == datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
-    assert (week.end - week.start).days == 7
-    params = week.params()
-    assert params["week"] == text and params["prev_week"] == previous
+def test_filters_bind_the_week_as_utc_instants(text: str, monday: date, previous: str) -> None:
+    # The app's queries compare TIMESTAMPTZ columns with $week_start / $week_end.
+    params = Filters(IsoWeek.parse(text), "c1").params()
+    start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
+    assert params == {
+        "week": text, "week_start": start, "week_end": start + timedelta(days=7), "prev_week": previous,
+        "cluster": "c1",
+    }
 
 
-@pytest.mark.parametrize("text", ["2026-48", "2026-W4", "2026-W54", "2021-W53", "W48", ""])
-def test_iso_week_rejects(text: str) -> None:
-    with pytest.raises(ValueError):
-        IsoWeek.parse(text)
-
-
-@given(st.dates(min_value=date(2000, 1, 1), max_value=date(2099, 12, 31)))
-def test_every_day_lies_in_its_iso_week(day: date) -> None:
-    week = IsoWeek.of(day)
-    assert week.monday <= day < week.end.date()
-    assert IsoWeek.parse(str(week)) == week
-    assert week.previous().end == week.start
+@pytest.mark.parametrize(
+    ("week", "shown"),
+    [
+        ("2026-W48", "2026-W48 · 23 Nov–29 Nov 2026"),
+        ("2026-W01", "2026-W01 · 29 Dec–04 Jan 2026"),  # Mon 2025-12-29 .. Sun 2026-01-04
+    ],
+)
+def test_week_picker_shows_monday_to_sunday(week: str, shown: str) -> None:
+    assert week_label(week) == shown
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ if summary is None:
     st.warning("The weekly summary is not computed yet: run `gpufleet compute` for the KPI row.")
     summary = pl.DataFrame({"week": []}, schema={"week": pl.String})
 this_week = summary.filter(pl.col("week") == str(filters.week))
-last_week = summary.filter(pl.col("week") == str(filters.week.previous()))
+last_week = summary.filter(pl.col("week") == str(filters.week.previous))
 current = this_week.row(0, named=True) if this_week.height else {}
 previous = last_week.row(0, named=True) if last_week.height else {}
 if not current and summary.columns != ["week"]:
@@ -27,7 +27,7 @@ if not current and summary.columns != ["week"]:
     )
 st.caption(
     f"{ui.week_label(str(filters.week))}, {filters.cluster_label}. "
-    f"Deltas compare with {filters.week.previous()}."
+    f"Deltas compare with {filters.week.previous}."
 )
 for row_start in range(0, len(KPIS), 4):
     for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
