@@ -40,7 +40,7 @@ eval: $(STAMP)
 	$(BIN)/gpufleet evaluate --seeds 1..5
 
 check: $(STAMP)
-	$(BIN)/ruff check pipelines gpufleet_app tests app.py
+	$(BIN)/ruff check pipelines gpufleet_app tests app.py benchmarks
 
 clean:
 	rm -rf $(VENV) fleet.duckdb demo-data test-artifacts

@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pipelines.sql import load_sql, param_names, query_pl, queries_dir
+from pipelines.sql import load_sql, param_names, queries_dir, query_pl
 from pipelines.store import connect
 
 WARM_RUNS = 3
@@ -86,7 +86,7 @@ def run_page(con, names: list[str], page_params: dict[str, Any]) -> dict[str, An
         sql = load_sql(f"app/{name}")
         missing = param_names(sql) - params.keys()
         if missing:
-            queries[name] = f"skipped: no value for ${sorted(missing)[0]}"
+            queries[name] = f"skipped: no value for ${min(missing)}"
             continue
         query_pl(con, f"app/{name}", params)  # cold
         warm = []

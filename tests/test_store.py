@@ -159,9 +159,9 @@ def test_jsonl_and_parquet_load_with_row_numbers(con, tmp_path):
     ],
 )
 def test_a_later_batch_adds_only_samples_not_stored(con, tmp_path, later_minutes, expected_new):
-    import polars as pl
-
     from datetime import UTC, datetime
+
+    import polars as pl
 
     def samples(minutes) -> pl.DataFrame:
         minutes = list(minutes)
@@ -204,13 +204,13 @@ def test_typed_parquet_still_rejects_a_missing_required_value(con, tmp_path):
     ("text", "message"),
     [
         # A blank line 2 must not shift the numbering: the bad record is on line 3.
-        ('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
+        (('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
          "\n"
-         '{"node": "n1", "start_ts": "soon", "end_ts": "2026-11-24T04:00:00Z"}\n',
+         '{"node": "n1", "start_ts": "soon", "end_ts": "2026-11-24T04:00:00Z"}\n'),
          r"line 3, column `start_ts`"),
         # Malformed JSON names its line.
-        ('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
-         '{"node": "n1", "start_ts": \n',
+        (('{"node": "n1", "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T04:00:00Z"}\n'
+         '{"node": "n1", "start_ts": \n'),
          r"maintenance.jsonl, line 2: not valid JSON"),
         # A number where text is expected is fine; a list where a timestamp is expected is not.
         ('{"node": 7, "start_ts": "2026-11-23T00:00:00Z", "end_ts": ["x"]}\n',
