@@ -117,17 +117,17 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     """The shared tables, then every SQL detector's candidates into `anomaly_candidates`."""
     # The shared tables and candidates need no order (every window states its own): without it
     # DuckDB parallelises the large aggregations and materialisations freely.
+    # No try/finally: after a failed statement the transaction is aborted and any cleanup would
+    # fail too, hiding the real error; the caller rolls back and the temporary tables go with it.
     insertion_order = bool(_setting(con, "preserve_insertion_order"))
     con.execute("SET preserve_insertion_order = false")
-    try:
-        for name in SHARED_TABLES:
-            _create_shared(con, name, params)
-        for name in SQL_DETECTORS:
-            _insert_sql(con, name, params)
-    finally:
-        for name in SHARED_TABLES:
-            con.execute(f"DROP TABLE IF EXISTS detect_{name}")
-        con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
+    for name in SHARED_TABLES:
+        _create_shared(con, name, params)
+    for name in SQL_DETECTORS:
+        _insert_sql(con, name, params)
+    for name in SHARED_TABLES:
+        con.execute(f"DROP TABLE detect_{name}")
+    con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
 
 
 def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

@@ -1,9 +1,10 @@
 -- One row per GPU and scrape (node, gpu, ts) that reported any DCGM field, with the fields the
 -- peer detectors compare: utilisation (%), SM clock (MHz), power (W), temperature (C); NULL when
--- that field was not in the scrape. uuid = the GPU's UUID at that scrape.
+-- that field was not in the scrape. No UUID: a string per scrape would cost ~2 GB at 4,096 GPUs
+-- for a week, and only the few findings need it (looked up by the detectors).
 -- One hash aggregation over gpu_samples (no sort), shared by the peer and telemetry-gap detectors
 -- as the temporary table `detect_gpu_scrapes` (~1/14 of gpu_samples' rows).
-SELECT node, gpu, ts, any_value(uuid) AS uuid,
+SELECT node, gpu, ts,
        max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') AS util,
        max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_SM_CLOCK') AS clock,
        max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_POWER_USAGE') AS power,
