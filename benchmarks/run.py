@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +45,16 @@ class StageResult:
     ratio_to_floor: float | None = None
     cpu_ratio_to_floor: float | None = None
     detail: dict = field(default_factory=dict)
+
+
+def compute_steps(stdout: str) -> dict[str, float]:
+    """`gpufleet compute`'s per-step lines (`name   12.34 s`) as {name: seconds}."""
+    steps = {}
+    for line in stdout.splitlines():
+        match = re.fullmatch(r"(\w+)\s+([0-9.]+) s", line.strip())
+        if match:
+            steps[match[1]] = float(match[2])
+    return steps
 
 
 def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
@@ -117,6 +128,8 @@ def main(argv: list[str] | None = None) -> Path:
         detail = json.loads(stdout) if stage.startswith("app_") else {}
         if stage == "floor":
             detail = json.loads(stdout)
+        if stage == "compute":
+            detail = {"steps_s": compute_steps(stdout)}
         counted = rows if stage in ROW_STAGES else None
         # Rates from the recorded (rounded) times, so the JSON is consistent with itself.
         seconds, cpu = round(seconds, 3), round(cpu, 3)
@@ -167,6 +180,9 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
     for r in results:
         if r.stage.startswith("app_"):
             print(f"  {r.stage}: warm {r.detail['warm_s']:.3f} s, slowest query {r.detail['slowest_query_s']:.3f} s")
+        if r.stage == "compute" and r.detail.get("steps_s"):
+            slowest = sorted(r.detail["steps_s"].items(), key=lambda kv: -kv[1])
+            print("  compute steps: " + ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest))
     if unavailable:
         print(f"Not in this checkout yet: {', '.join(unavailable)}.")
 
