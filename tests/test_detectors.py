@@ -149,8 +149,8 @@ def test_throttled_gpu_below_peers(con):
     fleet = Fleet()
     fleet.set("n1", 3, CLOCK, {i: 1700.0 for i in range(30, 90)})
     rows = only(findings(con, fleet), "throttling")
-    assert [(r["gpu"], r["start_ts"], r["end_ts"], r["action"]) for r in rows] == [
-        (3, at(42), at(90), "cordon")]
+    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"], r["action"]) for r in rows] == [
+        (3, "GPU-n1-3", at(42), at(90), "cordon")]
 
 
 def test_hot_gpu_above_peers(con):
@@ -159,7 +159,7 @@ def test_hot_gpu_above_peers(con):
     fleet = Fleet()
     fleet.set("n1", 4, TEMP, {i: 78.0 for i in range(120)})
     rows = only(findings(con, fleet), "temp_above_peers")
-    assert [(r["gpu"], r["start_ts"], r["end_ts"]) for r in rows] == [(4, at(7), None)]
+    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"]) for r in rows] == [(4, "GPU-n1-4", at(7), None)]
 
 
 def test_noisy_but_healthy_gpu_is_quiet(con):
