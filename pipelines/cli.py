@@ -332,7 +332,8 @@ def demo(
     from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
-    with _stage(f"Simulated {nodes} nodes x {days} days into {escape(str(data))}", f"Simulating {nodes} nodes x {days} days ..."):
+    fleet = f"{nodes} nodes x {days} days"
+    with _stage(f"Simulated {fleet} into {escape(str(data))}", f"Simulating {fleet} ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
     con = open_store(db, retries=WRITER_RETRIES)
     with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
