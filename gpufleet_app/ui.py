@@ -167,6 +167,14 @@ def stale_notice() -> None:
         )
 
 
+NODE_LOSS_COLUMNS = {
+    "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
+    "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
+    "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
+}
+"""How the node tables (overview's worst nodes, the nodes page) show availability and lost GPU-hours."""
+
+
 def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = None, **kwargs):
     """st.dataframe with the house style: full width, no index, UTC timestamps to the minute."""
     config = {

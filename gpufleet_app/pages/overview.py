@@ -88,9 +88,7 @@ else:
         selection_mode="single-row",
         key="top_nodes",
         column_config={
-            "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
-            "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
-            "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
+            **ui.NODE_LOSS_COLUMNS,
             "ladder_step": st.column_config.TextColumn("next step"),
         },
     )
