@@ -33,6 +33,9 @@ app = typer.Typer(
 ingest_app = typer.Typer(help="Load a source into the landing tables.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 
+PARTIAL_EXIT_CODE = 3
+"""`ingest prometheus`: the store answered some chunks only in part (loaded as incomplete, or left for the next run)."""
+
 console = Console(stderr=True)
 out = Console()
 
@@ -98,11 +101,17 @@ def ingest_prometheus_cmd(
         typer.Option(help="Push aggregation down to the server: one point per this many seconds per series."),
     ] = None,
     full: Annotated[bool, typer.Option("--full", help="Ignore the stored watermarks and fetch the whole window.")] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option("--allow-partial", help="Load what a store answers only in part, and record those windows "
+                     "as incomplete (re-fetched by later runs)."),
+    ] = False,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
     Credentials come from the environment: GPUFLEET_PROM_TOKEN (bearer) or
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
+    Exit code 3: the store answered some chunks only in part (the message says how many).
     """
     from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
     from pipelines.store import open_store
@@ -113,15 +122,24 @@ def ingest_prometheus_cmd(
     with console.status("Fetching ...") as status:
         report = ingest_prometheus(
             con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
-            progress=lambda msg: status.update(f"Fetching {msg} ..."),
+            allow_partial=allow_partial, progress=lambda msg: status.update(f"Fetching {msg} ..."),
         )
     _print_warnings(report.warnings)
     _print_loads(report.loads)
     rate = report.samples_fetched / report.seconds if report.seconds else 0.0
+    partial = f", {len(report.partial):,} chunks partial" if report.partial else ""
+    refilled = f", {report.refilled:,} incomplete windows now complete" if report.refilled else ""
     out.print(
         f"Fetched {report.samples_fetched:,} samples in {report.requests_made:,} requests, "
-        f"{report.seconds:.1f} s ({rate:,.0f} samples/s)."
+        f"{report.seconds:.1f} s ({rate:,.0f} samples/s){partial}{refilled}."
     )
+    if report.partial:
+        from pipelines.sources.prometheus import partial_summary
+
+        title, hint = partial_summary(report)
+        console.print(f"[bold red]Error:[/] {escape(title)}", highlight=False)
+        console.print(hint, highlight=False, markup=False)
+        raise typer.Exit(PARTIAL_EXIT_CODE)
 
 
 @ingest_app.command("sacct")

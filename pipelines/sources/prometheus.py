@@ -22,12 +22,16 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 from __future__ import annotations
 
 import dataclasses
+import http.client
+import json
 import math
 import os
 import re
 import ssl
 import time
+import unicodedata
 import warnings
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,9 +43,8 @@ import duckdb
 import numpy as np
 import polars as pl
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+import urllib3
 from urllib3.exceptions import InsecureRequestWarning
-from urllib3.util.retry import Retry
 
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
@@ -243,8 +246,73 @@ def redact_url(url: str) -> str:
 # ---------------------------------------------------------------- the HTTP client
 
 
+class _Transient(Exception):
+    """A failure worth retrying (5xx/429, network, timeout, cut-off body); `title` ends the run if it lasts."""
+
+    def __init__(self, title: str, hint: str) -> None:
+        super().__init__(title)
+        self.title, self.hint = title, hint
+
+
+@dataclass
+class Answer:
+    """One query's answer: the `result` list, and what the store said about it."""
+
+    result: list[dict[str, Any]]
+    partial: list[str] = field(default_factory=list)
+    """Why the store says the answer is incomplete (its `warnings`, VictoriaMetrics' `isPartial`); empty when complete."""
+    notes: list[str] = field(default_factory=list)
+    """PromQL annotations (`warnings`, `infos`) on a complete answer, shown to the operator."""
+
+
+# Prometheus (2.45+), Thanos, Mimir and Cortex prefix the annotations of the query engine;
+# they describe the query, not the store, so the answer is still complete.
+_ANNOTATION = re.compile(r"^\s*PromQL (warning|info)\b", re.IGNORECASE)
+_READ_BYTES = 1 << 16
+
+
+def read_credentials(env: dict[str, str]) -> tuple[dict[str, str], tuple[str, str] | None]:
+    """(headers, basic auth) from GPUFLEET_PROM_TOKEN or GPUFLEET_PROM_USER/PASSWORD in `env`.
+
+    A value with whitespace or control characters (a trailing newline from `echo token > file`)
+    is refused with a message naming the variable, never the value: requests would otherwise
+    reject the header with a message that quotes it.
+    """
+    headers: dict[str, str] = {}
+    token = env.get("GPUFLEET_PROM_TOKEN", "")
+    if token:
+        _check_secret("GPUFLEET_PROM_TOKEN", token, spaces_inside=False)
+        headers["Authorization"] = f"Bearer {token}"
+        return headers, None
+    user = env.get("GPUFLEET_PROM_USER", "")
+    if not user:
+        return headers, None
+    password = env.get("GPUFLEET_PROM_PASSWORD", "")
+    _check_secret("GPUFLEET_PROM_USER", user, spaces_inside=False)
+    if ":" in user:
+        raise ConfigError(
+            "GPUFLEET_PROM_USER contains a `:`, which basic auth cannot carry.",
+            "Set the user name alone in GPUFLEET_PROM_USER and the password in GPUFLEET_PROM_PASSWORD.",
+        )
+    if password:
+        _check_secret("GPUFLEET_PROM_PASSWORD", password, spaces_inside=True)
+    return headers, (user, password)
+
+
+def _check_secret(name: str, value: str, *, spaces_inside: bool) -> None:
+    bad_inside = any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") or (c.isspace() and not spaces_inside)
+                     for c in value)
+    if bad_inside or value != value.strip():
+        raise ConfigError(
+            f"{name} contains whitespace or control characters (e.g. a trailing newline); it was not used.",
+            f"Set {name} to the secret alone: write the file with `printf %s` or `echo -n`, "
+            "or read it with `$(tr -d '\\n' < file)`.",
+        )
+
+
 class PrometheusClient:
-    """prometheus-api-client with explicit retries, auth and CA bundle from the environment, clear errors."""
+    """Instant queries over requests: explicit retries, auth and CA bundle from the environment,
+    partial answers detected, one deadline per request, clear errors that never quote a secret."""
 
     def __init__(
         self,
@@ -256,88 +324,203 @@ class PrometheusClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         env = dict(os.environ if env is None else env)
-        headers = {} if settings.compress else {"Accept-Encoding": "identity"}
-        auth = None
-        if env.get("GPUFLEET_PROM_TOKEN"):
-            headers["Authorization"] = f"Bearer {env['GPUFLEET_PROM_TOKEN']}"
-        elif env.get("GPUFLEET_PROM_USER"):
-            auth = (env["GPUFLEET_PROM_USER"], env.get("GPUFLEET_PROM_PASSWORD", ""))
         if not urlsplit(url).scheme or not urlsplit(url).netloc:
             raise ConfigError(f"`{redact_url(url)}` is not a URL.", "Pass e.g. --url http://prometheus:9090.")
+        headers, auth = read_credentials(env)
+        headers["Accept-Encoding"] = "gzip" if settings.compress else "identity"
         self.shown_url = redact_url(url)
         self.settings = settings
         self.insecure = insecure
         self._sleep = sleep
-        session = requests.Session()
-        session.verify = False if insecure else _ca_bundle(env) or True
-        # Retries are ours (below), so the library must not retry on its own.
-        self._client = PrometheusConnect(
-            url=url.rstrip("/"),
-            headers=headers or None,
-            auth=auth,
-            session=session,
-            retry=Retry(total=0, status_forcelist=[], raise_on_status=False),
-            timeout=settings.timeout_s,
-            method="POST",
-        )
+        self._endpoint = url.rstrip("/") + "/api/v1/query"
+        self._session = requests.Session()
+        self._session.verify = False if insecure else _ca_bundle(env) or True
+        self._session.headers.update(headers)
+        self._session.auth = auth
+        # requests would read proxies and .netrc credentials from the process environment.
+        self._session.trust_env = False
         self.requests_made = 0
+        self.partial_retries = 0
         self.history: list[tuple[str, int]] = []
         """(PromQL, evaluation time in ms) of every query sent, for benchmarks and audits."""
 
     def close(self) -> None:
-        self._client.close()
+        self._session.close()
 
-    def query(self, promql: str, at_ms: int) -> list[dict[str, Any]]:
-        """One instant query at `at_ms`; the `result` list. Retries 5xx and network failures."""
+    def query(self, promql: str, at_ms: int) -> Answer:
+        """One instant query at `at_ms`. Retries 5xx/429, network failures, cut-off bodies and
+        partial answers with backoff; returns the last answer, partial or not."""
         self.history.append((promql, at_ms))
         delay = self.settings.backoff_s
-        for attempt in range(self.settings.retries + 1):
-            last = attempt == self.settings.retries
+        retries = self.settings.retries
+        for attempt in range(retries + 1):
+            last = attempt == retries
+            self.requests_made += 1
             try:
-                self.requests_made += 1
-                with warnings.catch_warnings():
-                    if self.insecure:  # said once, in the report, instead of on every request
-                        warnings.simplefilter("ignore", InsecureRequestWarning)
-                    return self._client.custom_query(promql, params={"time": f"{at_ms / 1000:.3f}"})
-            except PrometheusApiClientException as e:
-                status = _status_of(e)
-                if status is not None and status < 500 and status != 429:
-                    raise self._http_error(status, e, promql) from None
+                answer = self._request(promql, at_ms)
+            except _Transient as e:
                 if last:
-                    raise SourceError(
-                        f"Prometheus at {self.shown_url} kept failing (HTTP {status}) after "
-                        f"{self.settings.retries} retries.",
-                        "Check the server's health and try again; nothing was loaded.",
-                    ) from None
-            except requests.exceptions.SSLError as e:
-                raise _tls_error(self.shown_url, e) from None
-            except (requests.ConnectionError, requests.Timeout) as e:
-                if last:
-                    kind = "timed out" if isinstance(e, requests.Timeout) else "could not be reached"
-                    raise SourceError(
-                        f"Prometheus at {self.shown_url} {kind} after {self.settings.retries} retries.",
-                        "Check --url and the network (and `prometheus.timeout_s`); nothing was loaded.",
-                    ) from None
-            except ValueError as e:  # a 200 whose body is not the API's JSON
-                raise SourceError(
-                    f"{self.shown_url} did not answer like a Prometheus API ({e}).",
-                    "Point --url at the server root (the part before /api/v1).",
-                ) from None
+                    raise SourceError(f"{e.title} after {retries} retries.", e.hint) from None
+            else:
+                if not answer.partial or last:
+                    return answer
+                self.partial_retries += 1
             self._sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")
 
-    def _http_error(self, status: int, e: Exception, promql: str) -> SourceError:
+    def _request(self, promql: str, at_ms: int) -> Answer:
+        timeout = self.settings.timeout_s
+        deadline = time.monotonic() + timeout
+        form = {
+            "query": promql,
+            "time": f"{at_ms / 1000:.3f}",
+            # Ask for a complete answer or an error: Thanos and VictoriaMetrics cluster would
+            # otherwise answer without an unavailable store; Prometheus ignores both.
+            "partial_response": "false",
+            "deny_partial_response": "1",
+        }
+        network_hint = "Check --url and the network (and `prometheus.timeout_s`); nothing was loaded."
+        try:
+            with warnings.catch_warnings():
+                if self.insecure:  # said once, in the report, instead of on every request
+                    warnings.simplefilter("ignore", InsecureRequestWarning)
+                response = self._session.post(self._endpoint, data=form, timeout=(timeout, timeout), stream=True)
+        except requests.exceptions.SSLError as e:
+            raise _tls_error(self.shown_url, e) from None
+        except requests.Timeout:
+            raise _Transient(f"Prometheus at {self.shown_url} timed out", network_hint) from None
+        except requests.ConnectionError:
+            raise _Transient(f"Prometheus at {self.shown_url} could not be reached", network_hint) from None
+        except requests.RequestException:
+            # Never formatted: such an exception may quote a request header.
+            raise SourceError(
+                f"The request to {self.shown_url} could not be sent.",
+                "Check --url and the credentials in the environment; nothing was loaded.",
+            ) from None
+        try:
+            body = self._read_body(response, deadline)
+        finally:
+            response.close()
+        status = response.status_code
+        if status >= 500 or status == 429:
+            raise _Transient(
+                f"Prometheus at {self.shown_url} kept failing (HTTP {status})",
+                "Check the server's health and try again; nothing was loaded.",
+            )
         if status in (401, 403):
-            return SourceError(
+            raise SourceError(
                 f"Prometheus at {self.shown_url} refused the request (HTTP {status}).",
                 "Set GPUFLEET_PROM_TOKEN (bearer) or GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD.",
             )
-        detail = _api_error_text(str(e))
-        return SourceError(
+        payload = self._decode_json(body, status, response.headers.get("Content-Type", ""))
+        if payload.get("status") == "error" or status != 200:
+            detail = _one_line(str(payload.get("error") or payload.get("errorType") or "no error text"))
+            if status == 200:
+                raise SourceError(
+                    f"Prometheus at {self.shown_url} answered the query `{promql}` with an error: {detail}",
+                    "The server reported a failure with HTTP 200; check its logs and run again; nothing was loaded.",
+                )
+            return self._rejected(status, detail, promql)
+        data = payload.get("data")
+        if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+            raise SourceError(
+                f"{self.shown_url} answered without a `data.result` list.",
+                "Point --url at the server root (the part before /api/v1).",
+            )
+        said = [_one_line(str(w)) for w in payload.get("warnings") or [] if str(w).strip()]
+        partial = [w for w in said if not _ANNOTATION.match(w)]
+        if payload.get("isPartial") is True:
+            partial.append("isPartial: true (some storage nodes did not answer)")
+        notes = [] if partial else said + [_one_line(str(i)) for i in payload.get("infos") or [] if str(i).strip()]
+        return Answer(data["result"], partial, notes)
+
+    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
+        """The whole body within `deadline` (a server that trickles bytes cannot hold the run)."""
+        raw = response.raw
+        parts: list[bytes] = []
+        announced = response.headers.get("Content-Length")
+        timeout_hint = "Raise `prometheus.timeout_s`, or shorten `prometheus.chunk_s`; nothing was loaded."
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Transient(
+                    f"Prometheus at {self.shown_url} timed out (the answer was not complete within "
+                    f"timeout_s = {self.settings.timeout_s:g} s, {raw.tell():,} bytes received)",
+                    timeout_hint,
+                )
+            connection = getattr(raw, "connection", None)
+            sock = getattr(connection, "sock", None)
+            if sock is not None:
+                sock.settimeout(remaining)
+            try:
+                piece = raw.read1(_READ_BYTES, decode_content=False)
+            except (urllib3.exceptions.ProtocolError, urllib3.exceptions.IncompleteRead, http.client.HTTPException,
+                    ConnectionError):
+                raise _Transient(self._cut_off(raw.tell(), announced), "Check the network and any proxy in between; "
+                                 "nothing was loaded.") from None
+            except (TimeoutError, urllib3.exceptions.ReadTimeoutError):
+                continue  # the deadline check above ends it
+            if not piece:
+                break
+            parts.append(piece)
+        body = b"".join(parts)
+        if announced and announced.isdigit() and len(body) < int(announced):
+            raise _Transient(self._cut_off(len(body), announced), "Check the network and any proxy in between; "
+                             "nothing was loaded.")
+        encoding = response.headers.get("Content-Encoding", "").lower().strip()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            try:
+                inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
+                decoded = inflater.decompress(body) + inflater.flush()
+            except zlib.error:
+                raise _Transient(self._cut_off(len(body), announced, compressed=True), "Check the network and any "
+                                 "proxy in between; nothing was loaded.") from None
+            if not inflater.eof:
+                raise _Transient(self._cut_off(len(body), announced, compressed=True), "Check the network and any "
+                                 "proxy in between; nothing was loaded.")
+            return decoded
+        return body
+
+    def _cut_off(self, received: int, announced: str | None, compressed: bool = False) -> str:
+        of = f" of {int(announced):,} announced" if announced and announced.isdigit() else ""
+        what = "compressed " if compressed else ""
+        return f"The answer of Prometheus at {self.shown_url} was cut off after {received:,} {what}bytes{of}"
+
+    def _decode_json(self, body: bytes, status: int, content_type: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            pos = getattr(e, "pos", 0)
+            looks_json = body.lstrip()[:1] in (b"{", b"[")
+            if looks_json and pos >= len(body.rstrip()):
+                raise SourceError(
+                    f"The answer of Prometheus at {self.shown_url} ends in the middle of its JSON "
+                    f"({len(body):,} bytes): it was cut off.",
+                    "Check the network and any proxy in between (a body size limit?); nothing was loaded.",
+                ) from None
+            kind = content_type.split(";")[0].strip() or "no content type"
+            raise SourceError(
+                f"{self.shown_url} did not answer with JSON (HTTP {status}, {kind}, {len(body):,} bytes).",
+                "Point --url at the server root (the part before /api/v1) of a Prometheus-compatible API.",
+            ) from None
+        if not isinstance(payload, dict):
+            raise SourceError(
+                f"{self.shown_url} answered with JSON that is not a Prometheus API envelope.",
+                "Point --url at the server root (the part before /api/v1).",
+            )
+        return payload
+
+    def _rejected(self, status: int, detail: str, promql: str) -> Answer:
+        raise SourceError(
             f"Prometheus at {self.shown_url} rejected the query `{promql}` (HTTP {status}): {detail}",
             "Fix the selector or matchers in the [prometheus] section of gpufleet.toml.",
         )
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _ca_bundle(env: dict[str, str]) -> str | None:
@@ -388,16 +571,6 @@ def _ssl_cause(error: BaseException) -> ssl.SSLError | None:
     return None
 
 
-def _status_of(e: PrometheusApiClientException) -> int | None:
-    match = re.search(r"HTTP Status Code (\d{3})", str(e))
-    return int(match.group(1)) if match else None
-
-
-def _api_error_text(message: str) -> str:
-    match = re.search(r'"error"\s*:\s*"((?:[^"\\]|\\.)*)"', message)
-    return match.group(1) if match else message[:200]
-
-
 # ---------------------------------------------------------------- label handling
 
 
@@ -446,8 +619,10 @@ class Chunk:
             yield labels, self.ts[lo:hi].tolist(), self.values[lo:hi].tolist()
 
 
-def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Chunk:
-    """The series of a range-selector answer, samples kept only in `[a_ms, b_ms)`."""
+def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> tuple[Chunk, int]:
+    """The series of a range-selector answer, samples kept only in `[a_ms, b_ms)`, and the
+    number of non-finite samples (`+Inf`, `-Inf`, `NaN`) left out: no landing table takes
+    them (a sample that is not a number is not a reading), so they count as missing."""
     labels: list[dict[str, str]] = []
     counts: list[int] = []
     flat_ts: list[float] = []
@@ -464,7 +639,9 @@ def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Chunk:
     ts = np.rint(np.asarray(flat_ts, dtype=np.float64) * 1000).astype(np.int64)
     vals = np.asarray(flat_v, dtype=np.float64)  # parses "NaN", "+Inf" as Prometheus writes them
     count_arr = np.asarray(counts, dtype=np.int64)
-    keep = (ts >= a_ms) & (ts < b_ms)
+    in_window = (ts >= a_ms) & (ts < b_ms)
+    keep = in_window & np.isfinite(vals)
+    non_finite = int((in_window & ~np.isfinite(vals)).sum())
     if not keep.all():
         ids = np.repeat(np.arange(len(labels)), count_arr)[keep]
         count_arr = np.bincount(ids, minlength=len(labels)).astype(np.int64)
@@ -472,7 +649,7 @@ def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> Chunk:
         nonempty = count_arr > 0
         labels = [lab for lab, ok in zip(labels, nonempty, strict=True) if ok]
         count_arr = count_arr[nonempty]
-    return Chunk(labels, count_arr, ts, vals)
+    return Chunk(labels, count_arr, ts, vals), non_finite
 
 
 # ---------------------------------------------------------------- staging
@@ -588,6 +765,19 @@ class QueryReport:
     series: int = 0
 
 
+@dataclass(frozen=True)
+class PartialChunk:
+    """A chunk `[start, end)` of one query the store kept answering only in part."""
+
+    query_key: str
+    start: datetime
+    end: datetime
+    warning: str
+    """What the store said (its first `warnings` entry, or `isPartial: true`)."""
+    loaded: bool
+    """True when what came was loaded and the window recorded as incomplete (--allow-partial)."""
+
+
 @dataclass
 class IngestReport:
     """What one run fetched and loaded; `warnings` are plain sentences for the operator."""
@@ -595,11 +785,23 @@ class IngestReport:
     loads: list[LoadResult] = field(default_factory=list)
     queries: list[QueryReport] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    partial: list[PartialChunk] = field(default_factory=list)
+    """Chunks still partial after the retries: loaded as incomplete, or left for the next run."""
+    refilled: int = 0
+    """Windows recorded as incomplete by an earlier run that came back complete this run."""
     samples_fetched: int = 0
     requests_made: int = 0
     seconds: float = 0.0
     history: list[tuple[str, int]] = field(default_factory=list)
     """(PromQL, evaluation time in ms) of every query sent."""
+
+    @property
+    def partial_refused(self) -> list[PartialChunk]:
+        return [p for p in self.partial if not p.loaded]
+
+    @property
+    def partial_loaded(self) -> list[PartialChunk]:
+        return [p for p in self.partial if p.loaded]
 
 
 @dataclass(frozen=True)
@@ -642,6 +844,19 @@ def _downsample_fn(q: _Query, s: PrometheusSettings) -> str:
     return "avg"
 
 
+def read_incomplete(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, list[tuple[datetime, datetime]]]:
+    """Windows of `source` loaded from partial answers, per query key, oldest first."""
+    rows = con.execute(
+        "SELECT query_key, start_ts, end_ts FROM ingest_incomplete WHERE source = $source "
+        "ORDER BY query_key, start_ts",
+        {"source": source},
+    ).fetchall()
+    out: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
+    for key, a, b in rows:
+        out[key].append((a, b))
+    return dict(out)
+
+
 def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, datetime]:
     rows = con.execute(
         "SELECT query_key, max(watermark_ts) FROM ingest_watermarks WHERE source = $source GROUP BY query_key",
@@ -659,8 +874,11 @@ class _Ingest:
         downsample_s: int | None,
         progress: Callable[[str], None] | None,
         after_chunk: Callable[[int], None] | None,
+        allow_partial: bool = False,
     ) -> None:
         self.con, self.client, self.s = con, client, settings
+        self.allow_partial = allow_partial
+        self.notes: dict[str, None] = {}
         self.downsample_s = downsample_s
         self.progress = progress or (lambda _msg: None)
         self.after_chunk = after_chunk
@@ -668,6 +886,7 @@ class _Ingest:
         self.stage = Stage(con)
         self.unnamed_series = 0
         self.mig_series = 0
+        self.non_finite = 0
         self.chunks_done = 0
 
     def chunk_ms(self) -> int:
@@ -685,32 +904,59 @@ class _Ingest:
             return f"{_downsample_fn(q, self.s)}_over_time({q.selector}[{step}s])[{d}ms:{step}s]"
         return f"{q.selector}[{d}ms]"
 
-    def fetch(self, q: _Query, start_ms: int, end_ms: int, qr: QueryReport) -> None:
+    def ask(self, promql: str, at_ms: int) -> Answer:
+        answer = self.client.query(promql, at_ms)
+        for note in answer.notes:
+            self.notes.setdefault(note)
+        return answer
+
+    def fetch(self, q: _Query, start_ms: int, end_ms: int, qr: QueryReport) -> tuple[int, list[tuple[int, int, str]]]:
+        """Fetch and stage `[start_ms, end_ms)` of `q` chunk by chunk.
+
+        Returns (how far the answers were complete or loaded, the chunks that stayed partial).
+        Without `allow_partial` the query stops at its first chunk that stays partial: the
+        chunks before it are staged, nothing of it or after it is.
+        """
         previous: dict[tuple, float] = {}
+        seed_partial: str | None = None
         if q.kind in ("xid_count", "xid_last"):
-            previous = self.seed_previous(q, start_ms)
+            previous, seed_partial = self.seed_previous(q, start_ms)
+        partial: list[tuple[int, int, str]] = []
         for a, b in chunks(start_ms, end_ms, self.chunk_ms()):
             self.progress(f"{q.key} {_dt(a):%Y-%m-%d %H:%M}")
-            result = self.client.query(self.promql(q, a, b), b - 1)
-            chunk = _matrix(result, a, b)
-            del result
+            answer = self.ask(self.promql(q, a, b), b - 1)
+            said = answer.partial[0] if answer.partial else seed_partial
+            seed_partial = None  # it spoils the first chunk's events only
+            if said is not None:
+                partial.append((a, b, said))
+                if not self.allow_partial:
+                    return a, partial
+            chunk, non_finite = _matrix(answer.result, a, b)
+            del answer
+            self.non_finite += non_finite
             qr.series += len(chunk.labels)
             qr.samples += chunk.samples
             self.report.samples_fetched += chunk.samples
-            self.land(q, chunk, previous)
+            if said is None or q.kind == "gpu":
+                # Of a partial answer only raw GPU samples land: every sample that came is
+                # exact. Conditions (one-hot series), node metrics (summed over series) and
+                # XID events (changes) would be wrong with a series missing; they land when
+                # the window is re-fetched complete.
+                self.land(q, chunk, previous)
             self.chunks_done += 1
             if self.after_chunk is not None:
                 self.after_chunk(self.chunks_done)
+        return end_ms, partial
 
-    def seed_previous(self, q: _Query, start_ms: int) -> dict[tuple, float]:
+    def seed_previous(self, q: _Query, start_ms: int) -> tuple[dict[tuple, float], str | None]:
         lookback = int(self.s.xid_seed_lookback_s)
-        result = self.client.query(f"last_over_time({q.selector}[{lookback}s])", start_ms - 1)
+        answer = self.ask(f"last_over_time({q.selector}[{lookback}s])", start_ms - 1)
         seeded = {}
-        for series in result:
+        for series in answer.result:
             key = self.xid_key(series["metric"])
             if key is not None:
                 seeded[key] = float(series["value"][1])
-        return seeded
+        return seeded, (answer.partial[0] if answer.partial else None)
 
     def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
         """(node, GPU index, UUID) of a dcgm-exporter series; None (counted) for MIG or unnamed series."""
@@ -729,6 +975,10 @@ class _Ingest:
         if ident is None:
             return None
         return (*ident, labels.get("xid", ""))
+
+    def record_partial(self, q: _Query, partial: list[tuple[int, int, str]]) -> None:
+        for a, b, said in partial:
+            self.report.partial.append(PartialChunk(q.key, _dt(a), _dt(b), said, self.allow_partial))
 
     def land(self, q: _Query, chunk: Chunk, previous: dict) -> None:
         if not chunk.labels:
@@ -875,30 +1125,48 @@ class _Ingest:
 
     # -------------------------------------------------------------- node inventory
 
+    def inventory_answer(self, promql: str, at_ms: int) -> list[dict[str, Any]]:
+        answer = self.ask(promql, at_ms)
+        if answer.partial:
+            raise _PartialInventory(answer.partial[0])
+        return answer.result
+
     def inventory(self, end_ms: int, window_ms: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
-        """(nodes, gpu_devices) as of `end_ms`, from kube-state-metrics and dcgm-exporter labels."""
+        """(nodes, gpu_devices) as of `end_ms`, from kube-state-metrics and dcgm-exporter labels.
+
+        A partial answer is never used (a node or GPU missing from it would change the counts):
+        then both are None, and the partial chunk is recorded under the key `inventory`.
+        """
+        try:
+            return self._inventory(end_ms, window_ms)
+        except _PartialInventory as e:
+            self.report.partial.append(PartialChunk("inventory", _dt(end_ms - window_ms), _dt(end_ms), e.warning, False))
+            return None, None
+
+    def _inventory(self, end_ms: int, window_ms: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
         s = self.s
         lookback = f"{max(1, min(window_ms, s.inventory_lookback_s * 1000))}ms"
         at = end_ms - 1
         kube: dict[str, dict[str, str]] = defaultdict(dict)
         for metric in ("kube_node_info", "kube_node_labels"):
-            for series in self.client.query(f"last_over_time({metric}[{lookback}])", at):
+            for series in self.inventory_answer(f"last_over_time({metric}[{lookback}])", at):
                 labels = series["metric"]
                 if labels.get("node"):
                     kube[labels["node"]].update({k: v for k, v in labels.items() if v})
         capacity = {}
-        for series in self.client.query(
+        for series in self.inventory_answer(
             f'last_over_time(kube_node_status_capacity{{resource="nvidia_com_gpu"}}[{lookback}])', at
         ):
-            if series["metric"].get("node"):
-                capacity[series["metric"]["node"]] = int(float(series["value"][1]))
+            value = float(series["value"][1])
+            if series["metric"].get("node") and math.isfinite(value):
+                capacity[series["metric"]["node"]] = int(value)
         gpus: dict[str, dict[int, tuple]] = defaultdict(dict)
         if s.gpu_metrics:
             names = "|".join(re.escape(name) for name in s.gpu_metrics)
             probe = f'{{__name__=~"{names}"{"," + s.matchers if s.matchers else ""}}}'
             by = ", ".join(dict.fromkeys([*s.node_labels, "gpu", "UUID", "uuid", "pci_bus_id", "modelName", "GPU_I_ID"]))
             query = f"group by ({by}) (last_over_time({probe}[{lookback}]))"
-            for series in self.client.query(query, at):
+            for series in self.inventory_answer(query, at):
                 labels = series["metric"]
                 ident = self.gpu_identity(labels, count=False)
                 if ident is None:
@@ -951,6 +1219,12 @@ class _Ingest:
         return (nodes if not nodes.is_empty() else None), (devices if not devices.is_empty() else None)
 
 
+class _PartialInventory(Exception):
+    def __init__(self, warning: str) -> None:
+        super().__init__(warning)
+        self.warning = warning
+
+
 def _first(labels: dict[str, str], names: Iterable[str]) -> str | None:
     for name in names:
         if labels.get(name):
@@ -961,9 +1235,10 @@ def _first(labels: dict[str, str], names: Iterable[str]) -> str | None:
 def _first_int(labels: dict[str, str], names: Iterable[str]) -> int | None:
     value = _first(labels, names)
     try:
-        return int(float(value)) if value is not None else None
+        number = float(value) if value is not None else None
     except ValueError:
         return None
+    return int(number) if number is not None and math.isfinite(number) else None
 
 
 def _frame(cols: dict[str, list]) -> pl.DataFrame:
@@ -983,6 +1258,7 @@ def ingest_prometheus(
     insecure: bool = False,
     downsample_s: int | None = None,
     full: bool = False,
+    allow_partial: bool = False,
     env: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     after_chunk: Callable[[int], None] | None = None,
@@ -990,6 +1266,11 @@ def ingest_prometheus(
     """Fetch `[start, end)` (from each query's watermark on, unless `full`) and load it.
 
     One transaction: the data and the new watermarks commit together, or nothing does.
+    Windows recorded as incomplete by earlier runs are fetched again first.
+    A chunk the store keeps answering only in part (`report.partial`) is, without
+    `allow_partial`, not loaded: its query's watermark stays at the chunk's start (the other
+    queries load). With `allow_partial` what came is loaded and the window recorded in
+    `ingest_incomplete` until a later run gets it complete.
     `after_chunk(n)` is called after the n-th chunk is fetched (progress, tests).
     Raises `SourceError` when the server fails or returns nothing at all.
     """
@@ -1014,22 +1295,42 @@ def ingest_prometheus(
     source = f"prometheus:{client.shown_url}" + (f":downsample={downsample_s}s" if downsample_s else "")
     ensure_schema(con)
     marks = {} if full else read_watermarks(con, source)
-    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk)
+    incomplete = read_incomplete(con, source)
+    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk, allow_partial)
     if insecure and urlsplit(url).scheme == "https":
         run.report.warnings.append(f"The TLS certificate of {client.shown_url} was not verified (--insecure).")
     start_ms, end_ms = _ms(start), _ms(end)
     new_marks: dict[str, datetime] = {}
     empty_gpu_metrics: list[str] = []
+    # (query key, start) of recorded windows to delete / to (re)record as incomplete.
+    refilled: list[tuple[str, datetime]] = []
+    still_incomplete: list[tuple[str, datetime, datetime, str]] = []
     try:
         for q in _queries(settings):
+            for a, b in incomplete.get(q.key, []):
+                redo = QueryReport(q.key, a, b)
+                run.report.queries.append(redo)
+                reached, partial = run.fetch(q, _ms(a), _ms(b), redo)
+                run.record_partial(q, partial)
+                if partial:
+                    still_incomplete.extend((q.key, a, b, p[2]) for p in partial[:1])
+                else:
+                    refilled.append((q.key, a))
+                del reached
             mark = marks.get(q.key)
             q_start = max(start_ms, _ms(mark)) if mark is not None else start_ms
             if q_start >= end_ms:
                 continue
             qr = QueryReport(q.key, _dt(q_start), end)
             run.report.queries.append(qr)
-            run.fetch(q, q_start, end_ms, qr)
-            new_marks[q.key] = end
+            reached, partial = run.fetch(q, q_start, end_ms, qr)
+            run.record_partial(q, partial)
+            if run.allow_partial:
+                still_incomplete.extend((q.key, _dt(a), _dt(b), said) for a, b, said in partial)
+            if reached > q_start:
+                new_marks[q.key] = _dt(reached)
+            if partial:
+                continue
             if qr.samples == 0 and q.kind == "gpu":
                 empty_gpu_metrics.append(q.selector.split("{")[0])
             elif qr.samples == 0 and q.kind in ("node", "condition"):
@@ -1041,7 +1342,15 @@ def ingest_prometheus(
             )
         nodes, devices = run.inventory(end_ms, end_ms - start_ms)
         report = run.report
-        if report.queries and report.samples_fetched == 0 and nodes is None:
+        report.refilled = len(refilled)
+        if run.notes:
+            report.warnings.extend(f"The store said: {note}" for note in run.notes)
+        if run.non_finite:
+            report.warnings.append(
+                f"{run.non_finite:,} samples were not finite numbers (+Inf, -Inf, NaN) and were skipped "
+                "(they count as missing telemetry)."
+            )
+        if report.queries and report.samples_fetched == 0 and nodes is None and not report.partial:
             raise SourceError(
                 f"Prometheus at {client.shown_url} returned no samples between "
                 f"{start:%Y-%m-%dT%H:%M:%SZ} and {end:%Y-%m-%dT%H:%M:%SZ}.",
@@ -1065,6 +1374,28 @@ def ingest_prometheus(
             items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
 
         def bookkeeping(c: duckdb.DuckDBPyConnection) -> None:
+            for key, a in refilled:
+                c.execute(
+                    "DELETE FROM ingest_incomplete WHERE source = $source AND query_key = $key AND start_ts = $a",
+                    {"source": source, "key": key, "a": a},
+                )
+            for key, a, b, said in still_incomplete:
+                c.execute(
+                    "DELETE FROM ingest_incomplete WHERE source = $source AND query_key = $key AND start_ts = $a",
+                    {"source": source, "key": key, "a": a},
+                )
+                c.execute(
+                    "INSERT INTO ingest_incomplete VALUES ($source, $key, $a, $b, $said, now())",
+                    {"source": source, "key": key, "a": a, "b": b, "said": said},
+                )
+            if report.partial:
+                # Kept with the load_log batch this transaction adds (the same id).
+                c.execute(
+                    "INSERT INTO ingest_partial_log SELECT coalesce(max(batch_id), 0) + 1, $source, $partial, "
+                    "$loaded, $said FROM load_log",
+                    {"source": source, "partial": len(report.partial), "loaded": len(report.partial_loaded),
+                     "said": report.partial[0].warning},
+                )
             for key, mark in new_marks.items():
                 c.execute(
                     "DELETE FROM ingest_watermarks WHERE source = $source AND query_key = $key",
@@ -1096,6 +1427,29 @@ def ingest_prometheus(
     finally:
         run.stage.drop()
         client.close()
+
+
+def partial_summary(report: IngestReport) -> tuple[str, str]:
+    """(title, hint) of the one message that ends a run with partial answers."""
+    said = report.partial[0].warning
+    keys = list(dict.fromkeys(p.query_key for p in report.partial))
+    shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+    refused, loaded = report.partial_refused, report.partial_loaded
+    parts = []
+    if loaded:
+        parts.append(f"{len(loaded):,} were loaded as incomplete (--allow-partial) and will be fetched again")
+    if refused:
+        parts.append(f"{len(refused):,} were not loaded; their queries' watermarks stay at the first of them")
+    title = (
+        f"The store answered {len(report.partial):,} chunks only in part after the retries ({shown}): "
+        f"it said \"{said}\". {'; '.join(parts).capitalize()}."
+    )
+    if refused:
+        hint = ("Everything else was loaded. Run again when the store is healthy (the next run fetches those "
+                "windows), or pass --allow-partial to load what it answers and fill it later.")
+    else:
+        hint = "The dashboard's data status and the report list the incomplete windows until a run fills them."
+    return title, hint
 
 
 def _empty_warning(q: _Query) -> str:

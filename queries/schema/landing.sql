@@ -135,3 +135,27 @@ CREATE TABLE IF NOT EXISTS gpu_devices (
     pci_bus_id   VARCHAR,
     last_seen_ts TIMESTAMPTZ NOT NULL
 );
+
+-- Windows a Prometheus-compatible store answered only in part (API `warnings`, VictoriaMetrics
+-- `isPartial`), loaded anyway with `ingest prometheus --allow-partial`. Every later run fetches
+-- them again; a complete answer fills the window and removes its row. Read by the dashboard's
+-- data status and the report ("telemetry incomplete from the store for ...").
+CREATE TABLE IF NOT EXISTS ingest_incomplete (
+    source      VARCHAR NOT NULL,
+    query_key   VARCHAR NOT NULL,
+    start_ts    TIMESTAMPTZ NOT NULL,   -- the window [start_ts, end_ts)
+    end_ts      TIMESTAMPTZ NOT NULL,
+    warning     VARCHAR NOT NULL,       -- what the store said
+    recorded_at TIMESTAMPTZ NOT NULL
+);
+
+-- Per load batch of a Prometheus run that met partial answers (same batch_id as load_log):
+-- how many chunks stayed partial after the retries, how many of them were loaded as
+-- incomplete (--allow-partial; the rest were left for the next run), and the store's words.
+CREATE TABLE IF NOT EXISTS ingest_partial_log (
+    batch_id       BIGINT NOT NULL,
+    source         VARCHAR NOT NULL,
+    partial_chunks INTEGER NOT NULL,
+    loaded_chunks  INTEGER NOT NULL,
+    warning        VARCHAR NOT NULL
+);
