@@ -157,6 +157,21 @@ def sidebar_status() -> None:
         )
     if reader.stale:
         st.sidebar.warning("A compute is writing the database; these are the numbers from before it.")
+    try:
+        incomplete = data.query("incomplete_windows")
+    except GpufleetError:  # a database from before the table existed
+        return
+    if not incomplete.is_empty():
+        windows = "; ".join(
+            f"{r['start_ts']:%Y-%m-%d %H:%M}–{r['end_ts']:%H:%M} UTC ({r['queries']})"
+            for r in incomplete.head(5).iter_rows(named=True)
+        )
+        more = f" and {incomplete.height - 5} more" if incomplete.height > 5 else ""
+        st.sidebar.warning(
+            f"Telemetry incomplete from the store for {incomplete.height} windows: {windows}{more}. "
+            "Gaps there may be the store's, not the fleet's; the next complete ingest fills them.",
+            icon=None,
+        )
 
 
 def stale_notice() -> None:

@@ -64,6 +64,8 @@ class WeeklyReport:
     """failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
+    incomplete: pl.DataFrame | None = None
+    """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
 
 REPORT_TABLES = [
@@ -110,7 +112,16 @@ def build_report(
         goodput_stack=query_pl(con, "report/goodput_stack", params),
         failures=query_pl(con, "report/failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
+        incomplete=_incomplete_windows(con, params),
     )
+
+
+def _incomplete_windows(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> pl.DataFrame | None:
+    # A database from before the table existed has none (the next ingest creates it).
+    present = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'ingest_incomplete' AND NOT temporary"
+    ).fetchall()[0][0]
+    return query_pl(con, "report/incomplete_windows", params) if present else None
 
 
 # ---------------------------------------------------------------- formatting
@@ -191,7 +202,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
     ]
-    return [
+    sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
           "(MTBF n/a: no failure this week).")),
@@ -207,6 +218,18 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
          "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed)."),
     ]
+    if report.incomplete is not None and not report.incomplete.is_empty():
+        windows = [
+            [f"{r['start_ts']:%Y-%m-%d %H:%M}", f"{r['end_ts']:%Y-%m-%d %H:%M}", r["queries"], _shorten(r["store_said"])]
+            for r in report.incomplete.iter_rows(named=True)
+        ]
+        sections.insert(0, (
+            "Telemetry incomplete from the store", ["From (UTC)", "To (UTC)", "Queries", "The store said"], windows,
+            ("Telemetry incomplete from the store for these windows: it answered only in part (loaded with "
+             "--allow-partial). Gaps and unknown hours there may be the store's, not the fleet's; the next "
+             "complete ingest fills them."),
+        ))
+    return sections
 
 
 def to_markdown(report: WeeklyReport) -> str:
@@ -243,6 +266,7 @@ def to_json(report: WeeklyReport) -> str:
         "goodput_stack": _records(report.goodput_stack),
         "failures": _records(report.failures),
         "top_nodes": _records(report.top_nodes),
+        "incomplete_windows": _records(report.incomplete) if report.incomplete is not None else [],
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 
