@@ -114,13 +114,15 @@ class PrometheusSettings:
     scrape_interval_s: float = 30.0
     """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
     timeout_s: float = 60.0
+    """Deadline of one request, seconds, from connecting to the last byte of the answer."""
     settle_s: int = 120
     """Never read closer than this to now: samples still in flight (a scrape being appended,
     remote-write lag in Mimir or Thanos receive) would otherwise fall behind the watermark."""
     compress: bool = True
     """Ask for gzip responses: less network, more CPU on both ends. Off for a server on the same host or LAN."""
     retries: int = 4
-    """Retries of a request that timed out, could not connect or got HTTP 5xx."""
+    """Retries of a request that timed out, could not connect, got HTTP 429/5xx, or whose answer
+    was cut off or partial (a store of Thanos or VictoriaMetrics did not answer)."""
     backoff_s: float = 1.0
     """First retry delay, seconds; doubles each retry."""
     node_labels: list[str] = field(default_factory=lambda: ["node", "Hostname", "hostname", "instance"])
