@@ -3,7 +3,8 @@
 It listens on 127.0.0.1 only, forwards each `/api/v1/query` to the upstream server and then
 applies the fault `plan(request)` chooses for it: a partial answer in the Thanos/Mimir
 dialect (API `warnings`) or VictoriaMetrics' (`"isPartial": true`), half of the series
-dropped; a PromQL annotation on a complete answer; a body cut off; a connection dropped
+dropped; the error Thanos gives when asked for no partial answer (HTTP 422); a PromQL
+annotation on a complete answer; a body cut off; a connection dropped
 mid-body; a 200 carrying `"status": "error"`; a body that is not JSON; a body trickled a byte
 at a time; a sample rewritten to `+Inf`. Every fault is bounded in time.
 """
@@ -100,6 +101,9 @@ def _handler(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
                 payload["infos"] = [ANNOTATION]
             elif fault == "status_error":
                 return self._send(200, b'{"status":"error","errorType":"internal","error":"store gateway overloaded"}')
+            elif fault == "store_down":  # Thanos with partial_response=false when a store is down
+                return self._send(422, json.dumps({"status": "error", "errorType": "execution",
+                                                   "error": THANOS_WARNING}).encode())
             elif fault == "not_json":
                 return self._send(200, b"<html><body>Grafana login</body></html>", "text/html")
             elif fault == "inf":

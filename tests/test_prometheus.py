@@ -667,7 +667,8 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     for table in PROMETHEUS_TABLES:
         assert _table_rows(via_prom, table) == _table_rows(direct, table), table
     # Every derived table (metrics, anomalies) computed from either database is the same.
-    landing_and_bookkeeping = set(landing) | {"load_log", "ingest_watermarks", "gpu_devices", "compute_log"}
+    landing_and_bookkeeping = set(landing) | {"load_log", "ingest_watermarks", "gpu_devices", "compute_log",
+                                              "ingest_incomplete", "ingest_partial_log"}
     compute(direct, Settings())
     compute(via_prom, Settings())
     derived = [r[0] for r in direct.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()

@@ -197,6 +197,19 @@ def test_complete_answers_ask_for_no_partial_response_and_show_annotations(con, 
     assert_landing_equals_data(con, fleet)
 
 
+@pytest.mark.integration
+def test_a_store_down_without_partial_response_is_retried_then_named(con, proxy, fleet):
+    # Once: the retry gets the answer, everything lands.
+    proxy.reset(lambda r: "store_down" if _is_range(r) and r.attempt == 1 else None)
+    ingest_prometheus(con, proxy.url, T0, END, _one_metric())
+    util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
+    assert row_counts(con)["gpu_samples"] == util
+    # Always: one line naming what the store said, after the retries.
+    proxy.reset(lambda r: "store_down" if _is_range(r) else None)
+    with pytest.raises(SourceError, match=r"could not run the query .*\(HTTP 422: fetch series for .* after 1 retries"):
+        ingest_prometheus(con, proxy.url, T0, END + timedelta(hours=1), _one_metric())
+
+
 # ------------------------------------------------- partial answers, allowed
 
 

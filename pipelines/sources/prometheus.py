@@ -387,7 +387,10 @@ class PrometheusClient:
             with warnings.catch_warnings():
                 if self.insecure:  # said once, in the report, instead of on every request
                     warnings.simplefilter("ignore", InsecureRequestWarning)
-                response = self._session.post(self._endpoint, data=form, timeout=(timeout, timeout), stream=True)
+                # `total`: connecting and waiting for the headers share the one deadline.
+                response = self._session.post(
+                    self._endpoint, data=form, timeout=urllib3.Timeout(total=timeout), stream=True
+                )
         except requests.exceptions.SSLError as e:
             raise _tls_error(self.shown_url, e) from None
         except requests.Timeout:
@@ -418,12 +421,20 @@ class PrometheusClient:
         payload = self._decode_json(body, status, response.headers.get("Content-Type", ""))
         if payload.get("status") == "error" or status != 200:
             detail = _one_line(str(payload.get("error") or payload.get("errorType") or "no error text"))
+            if status == 422:
+                # "execution" errors: a broken query, or (Thanos, VictoriaMetrics asked for no
+                # partial answer) a store that did not answer; worth the retries.
+                raise _Transient(
+                    f"Prometheus at {self.shown_url} could not run the query `{promql}` (HTTP 422: {detail})",
+                    "When a store behind the server is down (a Thanos store gateway, a vmstorage node), run "
+                    "again when it is back; else fix the selector in [prometheus]. Nothing was loaded.",
+                )
             if status == 200:
                 raise SourceError(
                     f"Prometheus at {self.shown_url} answered the query `{promql}` with an error: {detail}",
                     "The server reported a failure with HTTP 200; check its logs and run again; nothing was loaded.",
                 )
-            return self._rejected(status, detail, promql)
+            raise self._rejected(status, detail, promql)
         data = payload.get("data")
         if not isinstance(data, dict) or not isinstance(data.get("result"), list):
             raise SourceError(
@@ -513,8 +524,8 @@ class PrometheusClient:
             )
         return payload
 
-    def _rejected(self, status: int, detail: str, promql: str) -> Answer:
-        raise SourceError(
+    def _rejected(self, status: int, detail: str, promql: str) -> SourceError:
+        return SourceError(
             f"Prometheus at {self.shown_url} rejected the query `{promql}` (HTTP {status}): {detail}",
             "Fix the selector or matchers in the [prometheus] section of gpufleet.toml.",
         )
@@ -1441,7 +1452,7 @@ def partial_summary(report: IngestReport) -> tuple[str, str]:
     if loaded:
         parts.append(f"{len(loaded):,} were loaded as incomplete (--allow-partial) and will be fetched again")
     if refused:
-        parts.append(f"{len(refused):,} were not loaded; their queries' watermarks stay at the first of them")
+        parts.append(f"{len(refused):,} were not loaded and will be fetched again by the next run")
     title = (
         f"The store answered {len(report.partial):,} chunks only in part after the retries ({shown}): "
         f"it said \"{said}\". {'; '.join(parts).capitalize()}."
