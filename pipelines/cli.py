@@ -127,15 +127,15 @@ def ingest_prometheus_cmd(
     _print_warnings(report.warnings)
     _print_loads(report.loads)
     rate = report.samples_fetched / report.seconds if report.seconds else 0.0
-    partial = f", {len(report.partial):,} chunks partial" if report.partial else ""
-    refilled = f", {report.refilled:,} incomplete windows now complete" if report.refilled else ""
+    from pipelines.sources.prometheus import count, partial_summary
+
+    partial = f", {count(len(report.partial), 'chunk')} partial" if report.partial else ""
+    refilled = f", {count(report.refilled, 'incomplete window')} now complete" if report.refilled else ""
     out.print(
         f"Fetched {report.samples_fetched:,} samples in {report.requests_made:,} requests, "
         f"{report.seconds:.1f} s ({rate:,.0f} samples/s){partial}{refilled}."
     )
     if report.partial:
-        from pipelines.sources.prometheus import partial_summary
-
         title, hint = partial_summary(report)
         console.print(f"[bold red]Error:[/] {escape(title)}", highlight=False)
         console.print(hint, highlight=False, markup=False)

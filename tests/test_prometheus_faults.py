@@ -294,9 +294,9 @@ def test_incomplete_windows_on_the_data_status_part_and_in_the_report(tmp_path, 
 
 
 def _one_metric(**overrides) -> PrometheusSettings:
-    base = dict(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="", xid_last_metric="",
-                condition_metric="", unschedulable_metric="", chunk_s=1800, retries=1, backoff_s=0.01,
-                timeout_s=20)
+    base: dict = {"gpu_metrics": ["DCGM_FI_DEV_GPU_UTIL"], "node_metrics": {}, "xid_count_metric": "",
+                  "xid_last_metric": "", "condition_metric": "", "unschedulable_metric": "", "chunk_s": 1800,
+                  "retries": 1, "backoff_s": 0.01, "timeout_s": 20}
     return PrometheusSettings(**(base | overrides))
 
 
@@ -429,9 +429,9 @@ def test_cli_partial_answers_exit_3_and_say_how_many(tmp_path, proxy):
     refused = _cli(db, config, proxy.url, {})
     assert refused.returncode == 3, refused.stderr
     stderr = " ".join(refused.stderr.split())
-    assert "1 chunks partial" in " ".join(refused.stdout.split())
-    assert (f'The store answered 1 chunks only in part after the retries (gpu:DCGM_FI_DEV_GPU_TEMP): it said '
-            f'"{THANOS_WARNING}". 1 were not loaded') in stderr
+    assert "1 chunk partial" in " ".join(refused.stdout.split())
+    assert (f'The store answered 1 chunk only in part after the retries (gpu:DCGM_FI_DEV_GPU_TEMP): it said '
+            f'"{THANOS_WARNING}". 1 was not loaded') in stderr
     allowed = _cli(db, config, proxy.url, {}, "--allow-partial")
     assert allowed.returncode == 3 and "were loaded as incomplete (--allow-partial)" in " ".join(
         allowed.stderr.split())

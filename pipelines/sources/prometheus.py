@@ -956,6 +956,9 @@ class _Ingest:
                 # XID events (changes) would be wrong with a series missing; they land when
                 # the window is re-fetched complete.
                 self.land(q, chunk, previous)
+            elif q.kind in ("xid_count", "xid_last") and b < end_ms:
+                # The next chunk's XID changes must not be read against a state this one left out.
+                previous, seed_partial = self.seed_previous(q, b)
             self.chunks_done += 1
             if self.after_chunk is not None:
                 self.after_chunk(self.chunks_done)
@@ -1450,12 +1453,13 @@ def partial_summary(report: IngestReport) -> tuple[str, str]:
     refused, loaded = report.partial_refused, report.partial_loaded
     parts = []
     if loaded:
-        parts.append(f"{len(loaded):,} were loaded as incomplete (--allow-partial) and will be fetched again")
+        parts.append(f"{len(loaded):,} {_were(len(loaded))} loaded as incomplete (--allow-partial) and will be "
+                     "fetched again")
     if refused:
-        parts.append(f"{len(refused):,} were not loaded and will be fetched again by the next run")
+        parts.append(f"{len(refused):,} {_were(len(refused))} not loaded and will be fetched again by the next run")
     title = (
-        f"The store answered {len(report.partial):,} chunks only in part after the retries ({shown}): "
-        f"it said \"{said}\". {'; '.join(parts).capitalize()}."
+        f"The store answered {count(len(report.partial), 'chunk')} only in part after the retries ({shown}): "
+        f"it said \"{said}\". {'; '.join(parts)}."
     )
     if refused:
         hint = ("Everything else was loaded. Run again when the store is healthy (the next run fetches those "
@@ -1463,6 +1467,15 @@ def partial_summary(report: IngestReport) -> tuple[str, str]:
     else:
         hint = "The dashboard's data status and the report list the incomplete windows until a run fills them."
     return title, hint
+
+
+def count(n: int, noun: str) -> str:
+    """`1 chunk`, `2 chunks`."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _were(n: int) -> str:
+    return "was" if n == 1 else "were"
 
 
 def _empty_warning(q: _Query) -> str:
