@@ -14,6 +14,12 @@ query (table `ingest_watermarks`) is the end of the last chunk loaded, so a re-r
 only what is new. A run is one transaction: fetched chunks are staged in temporary tables
 and loaded, with the new watermarks, all at once or not at all.
 
+A partial answer (API `warnings` from Thanos, Mimir or Cortex when a store is down,
+VictoriaMetrics' `"isPartial": true`) is never loaded as complete: it is retried, and if it
+stays partial its query stops there (the watermark stays at the chunk's start), or, with
+`allow_partial`, what came is loaded and the window recorded in `ingest_incomplete` until a
+later run gets it complete. Non-finite samples are skipped and counted.
+
 `downsample_s` is the explicit push-down for fleets whose raw samples do not fit one
 machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step]`
 (`max` for counters, `avg` for gauges, `last` for states), computed by the server.
