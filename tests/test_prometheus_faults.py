@@ -12,11 +12,14 @@ import os
 import subprocess
 import sys
 import time
+import unicodedata
 from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipelines.errors import ConfigError, SourceError
 from pipelines.sources.prometheus import (
@@ -440,3 +443,19 @@ def test_cli_partial_answers_exit_3_and_say_how_many(tmp_path, proxy):
     assert healthy.returncode == 0, healthy.stderr
     assert "2 incomplete windows now complete" in " ".join(healthy.stdout.split())  # the two 30 min chunks of the hour
 
+
+
+@given(before=st.text(max_size=6), after=st.text(max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_a_token_is_either_clean_and_sent_as_is_or_refused_without_being_shown(before, after):
+    from pipelines.sources.prometheus import read_credentials
+
+    token = before + SECRET + after
+    clean = not any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in token)
+    if clean:
+        headers, auth = read_credentials({"GPUFLEET_PROM_TOKEN": token})
+        assert headers == {"Authorization": f"Bearer {token}"} and auth is None
+    else:
+        with pytest.raises(ConfigError) as err:
+            read_credentials({"GPUFLEET_PROM_TOKEN": token})
+        assert "GPUFLEET_PROM_TOKEN" in str(err.value) and SECRET not in str(err.value)
