@@ -61,6 +61,9 @@ class FailureSettings:
     )
     """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
     hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
+    infrastructure_anomaly_kinds: list[str] = field(default_factory=lambda: ["telemetry_gap", "condition_flap"])
+    """Anomaly kinds that count as missing evidence (class `infrastructure`, never `hardware`) when
+    classifying a failed attempt: a gap in monitoring is not proof of broken hardware."""
     xid_catalogue: str = ""
     """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 
@@ -155,6 +158,7 @@ class Settings:
             "failure_after_s": f.after_end_s,
             "crash_loop_min_failures": f.crash_loop_min_failures,
             "hardware_anomaly_kinds": list(f.hardware_anomaly_kinds),
+            "infrastructure_anomaly_kinds": list(f.infrastructure_anomaly_kinds),
             "xid_catalogue_path": f.xid_catalogue or str(queries_dir() / "data" / "xid_catalogue.csv"),
             "straggler_ratio": s.median_ratio_threshold,
             "straggler_min_steps": s.min_steps,

@@ -61,7 +61,9 @@ class WeeklyReport:
     goodput_stack: pl.DataFrame
     """level, kind, parent, gpu_h, share_of_capacity."""
     failures: pl.DataFrame
-    """failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
+    """Fleet failures: failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
+    not_failures: pl.DataFrame
+    """User and scheduler-policy attempts, shown apart: failure_class, cause, attempts, jobs, gpu_h."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
 
@@ -109,6 +111,7 @@ def build_report(
         summary=summary,
         goodput_stack=query_pl(con, "report/goodput_stack", params),
         failures=query_pl(con, "report/failures", params),
+        not_failures=query_pl(con, "report/not_failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
     )
 
@@ -184,6 +187,10 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _pct(r["share"]), _pct(r["cumulative_share"])]
         for r in report.failures.iter_rows(named=True)
     ]
+    not_failures = [
+        [r["failure_class"], r["cause"], str(r["attempts"]), str(r["jobs"]), _gpu_h(r["gpu_h"])]
+        for r in report.not_failures.iter_rows(named=True)
+    ]
     nodes = [
         [r["node"], r["cluster"], r["gpu_model"] or "", _gpu_h(r["down_gpu_h"]),
          _gpu_h(r["unavailable_gpu_h"]), _gpu_h(r["unknown_gpu_h"]), _pct(r["availability"]),
@@ -200,8 +207,13 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
           "allocated = init + checkpoint + wasted + other + productive.")),
         ("Failures by class and cause",
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"], failures,
-         ("Failed attempts that ended this week; cause is the XID seen on the attempt's nodes "
-          "around its end, else its final state.")),
+         ("Fleet failures (failed / node_fail attempts of class hardware, infrastructure by evidence, "
+          "software, unknown) that ended this week; cause: the hardware XID seen on the attempt's nodes "
+          "around its end, else node_fail, the anomaly or node state, else the exit code.")),
+        ("Not fleet failures: user and scheduler policy",
+         ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
+         ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
+          "never counted as failures of the fleet, whatever else happened on the node.")),
         (f"Top {len(nodes)} nodes by lost GPU-hours",
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
@@ -242,6 +254,7 @@ def to_json(report: WeeklyReport) -> str:
         "summary": _records(report.summary),
         "goodput_stack": _records(report.goodput_stack),
         "failures": _records(report.failures),
+        "not_failures": _records(report.not_failures),
         "top_nodes": _records(report.top_nodes),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)

@@ -339,11 +339,21 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     node_daily = _node_daily(intervals)
     segments, job_goodput = _goodput()
     num_gpus = {j[0]: j[7] for j in JOBS}
+    def cause(a: tuple) -> str | None:
+        # as queries/derived/attempt_outcomes.sql words it
+        if a[8] is None:
+            return None
+        if a[8] == "hardware":
+            return "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)" if "XID 79" in (a[9] or "") else "node_fail"
+        return f"failed (exit {a[5]})" if a[8] == "software" else a[4]
+
     attempts = pl.DataFrame(
-        [(a[0], a[1], a[2], a[3], a[4], a[8], a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
+        [(a[0], a[1], a[2], a[3], a[4], a[8], a[8] is not None and a[4] in ("failed", "node_fail"), cause(a),
+          a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
         orient="row", schema={
             "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
             "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "failure_class": pl.String,
+            "fleet_failure": pl.Boolean, "cause": pl.String,
             "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String), "num_gpus": pl.Int32})
     eligible = {"succeeded", "failed", "node_fail", "timeout", "oom"}
     outcomes = []

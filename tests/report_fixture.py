@@ -119,9 +119,9 @@ CREATE OR REPLACE TABLE job_outcomes (
     gpu_hours DOUBLE, first_attempt_succeeded BOOLEAN, implicated_nodes VARCHAR[]);
 CREATE OR REPLACE TABLE attempt_outcomes (
     job_id VARCHAR, attempt INTEGER, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR,
-    exit_code INTEGER, reason VARCHAR, nodes VARCHAR[], failure_class VARCHAR,
-    hardware_signal VARCHAR, implicated_nodes VARCHAR[], num_gpus INTEGER, duration_s DOUBLE,
-    gpu_s DOUBLE);
+    exit_code INTEGER, reason VARCHAR, nodes VARCHAR[], failure_class VARCHAR, fleet_failure BOOLEAN,
+    cause VARCHAR, hardware_signal VARCHAR, infrastructure_signal VARCHAR, implicated_nodes VARCHAR[],
+    num_gpus INTEGER, duration_s DOUBLE, gpu_s DOUBLE);
 CREATE OR REPLACE TABLE job_goodput (
     job_id VARCHAR, first_start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, wall_s DECIMAL(18,6),
     productive_s DECIMAL(18,6), init_s DECIMAL(18,6), checkpoint_s DECIMAL(18,6),
@@ -209,12 +209,16 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
             [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes],
         )
         signal = "xid 79" if fclass == "hardware" and state == "node_fail" else None
+        # as attempt_outcomes.sql words them: fleet failures are failed / node_fail attempts
+        fleet_failure = fclass is not None and state in ("failed", "node_fail")
+        cause = {"hardware": "XID 79" if signal else "node unavailable",
+                 "software": f"failed (exit {exit_code})"}.get(fclass or "", state)
         con.execute(
             "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, exit_code, nodes, "
-            "failure_class, hardware_signal, implicated_nodes, num_gpus) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass, signal,
-             implicated, job[3]],
+            "failure_class, fleet_failure, cause, hardware_signal, implicated_nodes, num_gpus) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass,
+             fleet_failure if fclass else None, cause if fclass else None, signal, implicated, job[3]],
         )
         ends[job_id] = end
         ends.setdefault(job_id + "/start", start)

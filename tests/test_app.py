@@ -95,19 +95,19 @@ def test_overview_waterfall_is_the_goodput_stack(use_db: Path) -> None:
     assert sum(steps.values()) == pytest.approx(stack["productive_gpu_h"].sum())
 
 
-def test_overview_pareto_counts_every_failed_attempt_of_the_week(use_db: Path) -> None:
+def test_overview_pareto_counts_every_fleet_failure_of_the_week(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
     expected = sql(use_db, """
         SELECT failure_class, count(*) AS n FROM attempt_outcomes
-        WHERE failure_class IS NOT NULL
+        WHERE fleet_failure
           AND end_ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND end_ts < TIMESTAMPTZ '2026-11-30 00:00+00'
         GROUP BY ALL""")
     pareto = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"].startswith("Failed attempts"))
     bars = [trace for trace in pareto["data"] if trace["type"] == "bar"]
     line = next(trace for trace in pareto["data"] if trace["type"] == "scatter")
     counts = [n for trace in bars for n in trace["y"]]
-    assert sum(counts) == expected["n"].sum()  # fixture: 3 software + 1 hardware + 1 user
+    assert sum(counts) == expected["n"].sum()  # fixture: 3 software + 1 hardware (the user one apart)
     assert pareto["layout"]["xaxis"]["categoryarray"] == line["x"]  # bars in the line's order
     assert values(line["y"]) == sorted(values(line["y"]))
     assert values(line["y"])[-1] == pytest.approx(100.0)

@@ -83,7 +83,8 @@ def test_job_outcomes(fleet_con, job_id, expected):
     [
         ("j-hw", 0, "hardware",
          "n2 XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 1; n2 unavailable: Ready=False (KubeletNotReady)"),
-        ("j-retry", 0, "hardware", "node_fail reported by the scheduler; n1 unknown: Ready stale"),
+        # node_fail is hardware; n1's stale Ready is missing evidence, not a hardware signal
+        ("j-retry", 0, "hardware", "node_fail reported by the scheduler"),
         ("j-retry", 1, None, None),
         ("j-crash", 0, "software", None),
         ("j-crash", 2, "software", None),
@@ -226,3 +227,76 @@ def test_a_job_takes_its_final_attempts_class_never_an_earlier_one(con, final_at
     insert_anomalies(con, [])
     compute_availability(con)
     assert con.execute("SELECT failure_class FROM job_outcomes").fetchall() == [(expected_class,)]
+
+
+def _failure_fleet() -> Fleet:
+    """Four attempts ending at 00:30, hand-classified (window [00:20, 00:35]).
+
+    nA: XID 79 (GPU fallen off the bus, hardware) on gpu 1 at 00:28, Ready=False from 00:29.
+    nB: healthy conditions, gpu 1 silent 00:10..00:40 (its 00:09 sample holds to 00:14: unknown
+        00:14-00:40, a telemetry gap and nothing else).
+    """
+    from tests.fleets import HORIZON, START, healthy_node, minutes
+
+    f = Fleet()
+    everything = minutes(START, HORIZON)
+    a_false = set(minutes(at("00:29"), at("00:59")))
+    healthy_node(f, "nA", "c1", ready=[t for t in everything if t not in a_false])
+    f.condition("nA", "Ready", sorted(a_false), "False", "KubeletNotReady")
+    f.xid("nA", 1, at("00:28"), 79)
+    gap = set(minutes(at("00:10"), at("00:40")))
+    healthy_node(f, "nB", "c1", gpu1=[t for t in everything if t not in gap])
+    # cancelled while a GPU fails next to it: user, never hardware
+    f.job("j-cancel", 2, "cancelled", [("00:00", "00:30", "cancelled", None, ["nA"])])
+    # preempted by the scheduler on the failing node: infrastructure (policy)
+    f.job("j-pre", 2, "preempted", [("00:00", "00:30", "preempted", None, ["nA"])])
+    # exit 1 with only a telemetry gap around its end: infrastructure (missing evidence), not hardware
+    f.job("j-gap", 2, "failed", [("00:00", "00:30", "failed", 1, ["nB"])], exit_code=1)
+    # exit 1 two minutes after XID 79 on its node: hardware
+    f.job("j-xid", 2, "failed", [("00:00", "00:30", "failed", 1, ["nA"])], exit_code=1)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("job_id", "failure_class", "fleet_failure", "cause"),
+    [
+        ("j-cancel", "user", False, "cancelled"),
+        ("j-pre", "infrastructure", False, "preempted"),
+        ("j-gap", "infrastructure", True, "node unknown"),
+        ("j-xid", "hardware", True, "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)"),
+    ],
+)
+def test_failure_classes_first_match_wins(con, job_id, failure_class, fleet_failure, cause):
+    _failure_fleet().load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    row = con.execute(
+        "SELECT failure_class, fleet_failure, cause FROM attempt_outcomes WHERE job_id = ?", [job_id]
+    ).fetchall()
+    assert row == [(failure_class, fleet_failure, cause)]
+
+
+def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con):
+    # Of the four attempts, two are fleet failures (j-gap, j-xid): one bar each, 2 GPUs x 30 min =
+    # 1 GPU-h each. j-cancel (user) and j-pre (policy) are shown apart, never as failures.
+    from datetime import date, datetime, timezone
+
+    from pipelines.sql import query_pl
+
+    _failure_fleet().load(con)
+    insert_anomalies(con, [])
+    compute_availability(con, with_goodput=True)  # attempt_clusters
+    week = {"week_start": date(2026, 11, 23), "cluster": "*"}
+    app_week = {"week_start": datetime(2026, 11, 23, tzinfo=timezone.utc),
+                "week_end": datetime(2026, 11, 30, tzinfo=timezone.utc), "cluster": "*"}
+    fleet = [("hardware", "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)", 1, 1.0),
+             ("infrastructure", "node unknown", 1, 1.0)]
+    report = query_pl(con, "report/failures", week).sort("failure_class")
+    assert report.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
+    dashboard = query_pl(con, "app/failure_pareto", app_week).sort("failure_class")
+    assert dashboard.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
+    apart = [("infrastructure", "preempted", 1), ("user", "cancelled", 1)]
+    assert query_pl(con, "report/not_failures", week).sort("failure_class").select(
+        "failure_class", "cause", "attempts").rows() == apart
+    assert query_pl(con, "app/not_failures", app_week).sort("failure_class").select(
+        "failure_class", "cause", "attempts").rows() == apart
