@@ -123,7 +123,15 @@ class DetectionSettings:
     flap_transitions: int = 4
     """... at least this many transitions is flapping."""
     xid_clear_s: int = 21600
-    """A hardware-XID anomaly stays open this long after its last event."""
+    """A hardware-XID anomaly stays open this long after its last event (and longer while its node
+    stays unavailable: a hardware finding is open while the outage it started lasts)."""
+    escalate_xid_count: int = 3
+    """Escalation: the N-th critical hardware-XID finding on one GPU within `escalate_window_s`
+    calls for `replace`."""
+    escalate_window_s: int = 2592000
+    """Escalation look-back (30 days): earlier findings count even when long closed."""
+    repeat_offender_action: str = "cordon"
+    """The ladder step (at least) for a repeat-offender straggler host."""
     straggler_peer_z: float = 3.5
     """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
     straggler_candidate_z: float = 2.5

@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +67,16 @@ class WeeklyReport:
     """User and scheduler-policy attempts, shown apart: failure_class, cause, attempts, jobs, gpu_h."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
+    findings: pl.DataFrame
+    """The costliest findings: node, cluster, gpu, job_id, kind, xid, severity, action, start_ts,
+    end_ts, goodput_lost_gpu_h, impact_gpu_h."""
+    remediation: pl.DataFrame
+    """What the ladder recommended during the week: node, cluster, step, since, until, severity, why."""
 
 
 REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
-    "node_availability_daily", "node_state_intervals",
+    "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
 ]
 
 
@@ -113,6 +119,8 @@ def build_report(
         failures=query_pl(con, "report/failures", params),
         not_failures=query_pl(con, "report/not_failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
+        findings=query_pl(con, "report/findings", params),
+        remediation=query_pl(con, "report/remediation", params),
     )
 
 
@@ -146,6 +154,13 @@ def format_delta(value: float | None, unit: str) -> str:
     if unit == "attempts":
         return f"{value:+,.0f}"
     return f"{value:+,.1f}"
+
+
+def _ts(value: Any) -> str:
+    """A timestamp in UTC, to the minute ("" when missing)."""
+    if _missing(value):
+        return ""
+    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M")
 
 
 def _gpu_h(value: float | None) -> str:
@@ -198,6 +213,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
     ]
+    findings = [
+        [r["node"] or "", r["cluster"] or "", "" if r["gpu"] is None else str(r["gpu"]),
+         r["kind"] + (f" {r['xid']}" if r["xid"] else ""), r["severity"], r["action"] or "",
+         _ts(r["start_ts"]), _ts(r["end_ts"]) or "open", _gpu_h(r["goodput_lost_gpu_h"]), _gpu_h(r["impact_gpu_h"])]
+        for r in report.findings.iter_rows(named=True)
+    ]
+    remediation = [
+        [r["node"], r["cluster"] or "", r["step"], _ts(r["since"]), _ts(r["until"]) or "in force",
+         r["severity"], _shorten(r["why"] or "", 120)]
+        for r in report.remediation.iter_rows(named=True)
+    ]
     return [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -218,6 +244,15 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
          "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed)."),
+        (f"Top {len(findings)} findings by goodput lost",
+         ["Node", "Cluster", "GPU", "Finding", "Severity", "Action", "Start (UTC)", "End (UTC)",
+          "Goodput lost GPU-h", "Impact GPU-h"], findings,
+         ("Goodput lost: wasted progress + recovery of the job attempts the finding ended (hardware "
+          "failures on its node around it). Impact: GPU-hours of jobs on the entity while it was open.")),
+        ("Remediation recommended this week",
+         ["Node", "Cluster", "Step", "Since (UTC)", "Until (UTC)", "Severity", "Why"], remediation,
+         ("From node_remediation_history: every step in force at some time of the week, "
+          "also those whose findings closed before its end.")),
     ]
 
 
@@ -256,6 +291,8 @@ def to_json(report: WeeklyReport) -> str:
         "failures": _records(report.failures),
         "not_failures": _records(report.not_failures),
         "top_nodes": _records(report.top_nodes),
+        "findings": _records(report.findings),
+        "remediation": _records(report.remediation),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

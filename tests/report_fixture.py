@@ -109,8 +109,26 @@ STACK = [
 # (ts, node, gpu, code)
 XIDS = [("2026-11-24 11:58", "n2", 3, 79)]
 
+# anomalies: (id, node, gpu, kind, start, end, severity, action, evidence, impact_gpu_h, goodput_lost_gpu_h)
+FINDINGS = [
+    # the XID 79 that ended j2 a0 (16 GPUs) at 12:00: it ran 2 min on the GPU's node (16 x 2/60 =
+    # 0.53 GPU-h while open), its loss (a hand value here) 64.0 GPU-h
+    ("x1", "n2", 3, "xid", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "reboot", '{"xid": 79}', 0.53, 64.0),
+    # a W47 finding: not in W48's findings
+    ("t1", "n3", 1, "throttling", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "cordon", "{}", 12.0, 0.0),
+]
+
+# node_remediation_history: (node, cluster, step, since, until, severity, why, anomaly_ids)
+REMEDIATION = [
+    ("n3", "c2", "cordon", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "throttling on gpu 1 (warn) -> cordon", ["t1"]),
+    ("n2", "c1", "reboot", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "xid 79 on gpu 3 (critical) -> reboot", ["x1"]),
+]
+
 # The derived tables' shapes as `gpufleet compute` builds them (contract columns plus extras).
 DERIVED_DDL = """
+CREATE OR REPLACE TABLE node_remediation_history (
+    node VARCHAR, cluster VARCHAR, step VARCHAR, since TIMESTAMPTZ, until TIMESTAMPTZ, severity VARCHAR,
+    why VARCHAR, anomaly_ids VARCHAR[]);
 CREATE OR REPLACE TABLE node_state_intervals (
     node VARCHAR, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR, reason VARCHAR);
 CREATE OR REPLACE TABLE job_outcomes (
@@ -251,6 +269,15 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany(
         "INSERT INTO gpu_events VALUES (?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",
         [(_ts(ts), node, gpu, code) for ts, node, gpu, code in XIDS],
+    )
+    con.executemany(
+        "INSERT INTO anomalies VALUES (?, 'gpu', ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, ?, ?)",
+        [(i, node, gpu, kind, _ts(s), _ts(e), sev, ev, action, impact, lost)
+         for i, node, gpu, kind, s, e, sev, action, ev, impact, lost in FINDINGS],
+    )
+    con.executemany(
+        "INSERT INTO node_remediation_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(n, c, step, _ts(s), _ts(u), sev, why, ids) for n, c, step, s, u, sev, why, ids in REMEDIATION],
     )
 
 

@@ -175,7 +175,13 @@ def test_node_drill_down_from_the_url(use_db: Path) -> None:
     assert shown["Availability"][0] == pct(avail["a"])  # fixture: 1 - 2.5 h / 168 h = 98.51 %
     assert shown["Unavailable GPU-h"][0] == f"{avail['unavailable_gpu_h']:,.1f}"  # 2 h x 8 GPUs
     subheaders = [s.value for s in at.subheader]
-    assert {"Condition history", "GPU telemetry (DCGM)", "XID and GPU events", "Jobs that ran here"} <= set(subheaders)
+    assert {"Condition history", "GPU telemetry (DCGM)", "XID and GPU events", "Jobs that ran here",
+            "Remediation history"} <= set(subheaders)
+    # the finding closed at 12:30 on the 25th, yet what it called for stays on record
+    ladder = next(df.value for df in at.dataframe if "step" in df.value.columns)
+    assert list(ladder["step"]) == ["reset_gpu"]
+    findings = next(df.value for df in at.dataframe if "goodput_lost_gpu_h" in df.value.columns)
+    assert list(findings["goodput_lost_gpu_h"]) == [24.0]
     events = next(df.value for df in at.dataframe if "code" in df.value.columns)
     assert 79 in set(events["code"])
     jobs = next(df.value for df in at.dataframe if "attempt_state" in df.value.columns)

@@ -64,6 +64,10 @@ MARKDOWN_LINES = [
     "| infrastructure | preempted | 1 | 1 | 16.0 |",
     # n2: (2 unknown + 4 unavailable) h x 8 GPUs; availability 162/168
     "| n2 | c1 | NVIDIA H100 80GB HBM3 | 48.0 | 32.0 | 16.0 | 96.43 % | 1 | 79 |",
+    # the finding that ended j2 a0: its goodput lost next to its impact (W47's throttling is not listed)
+    "| n2 | c1 | 3 | xid 79 | critical | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | 64.0 | 0.5 |",
+    # what the ladder recommended this week, though the finding closed before the week's end
+    "| n2 | c1 | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | critical | xid 79 on gpu 3 (critical) -> reboot |",
 ]
 
 
@@ -181,3 +185,11 @@ def test_every_option_is_documented(command):
     assert options
     for option in options:
         assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in README.md"
+
+
+def test_a_past_week_shows_what_was_recommended_then(fixture_db):
+    con = connect(fixture_db, read_only=True)
+    w47 = build_report(con, parse_week("2026-W47"))
+    con.close()
+    assert w47.remediation.select("node", "step").rows() == [("n3", "cordon")]
+    assert w47.findings.select("node", "kind", "impact_gpu_h").rows() == [("n3", "throttling", 12.0)]
