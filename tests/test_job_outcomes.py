@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.config import FailureSettings, Settings
 from pipelines.sql import queries_dir
@@ -300,3 +302,48 @@ def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con
         "failure_class", "cause", "attempts").rows() == apart
     assert query_pl(con, "app/not_failures", app_week).sort("failure_class").select(
         "failure_class", "cause", "attempts").rows() == apart
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    states=st.lists(st.sampled_from(["failed", "node_fail", "cancelled", "timeout", "oom", "preempted"]),
+                    min_size=1, max_size=4),
+    xid=st.booleans(), ready_false=st.booleans(), gpu_gap=st.booleans(),
+)
+def test_user_and_policy_attempts_are_never_fleet_failures(con, states, xid, ready_false, gpu_gap):
+    # Whatever evidence surrounds the 00:30 end on nA (XID 79, Ready=False, a silent GPU), an attempt
+    # that the user or the scheduler ended is never hardware and never a fleet failure; a fleet
+    # failure is always failed / node_fail.
+    from tests.fleets import HORIZON, START, healthy_node, minutes
+
+    f = Fleet()
+    everything = minutes(START, HORIZON)
+    bad = set(minutes(at("00:29"), at("00:59"))) if ready_false else set()
+    gap = set(minutes(at("00:10"), at("00:40"))) if gpu_gap else set()
+    healthy_node(f, "nA", "c1", ready=[t for t in everything if t not in bad],
+                 gpu1=[t for t in everything if t not in gap])
+    if bad:
+        f.condition("nA", "Ready", sorted(bad), "False", "KubeletNotReady")
+    if xid:
+        f.xid("nA", 1, at("00:28"), 79)
+    for i, state in enumerate(states):
+        f.job(f"j{i}", 2, state, [("00:00", "00:30", state, 1 if state == "failed" else None, ["nA"])],
+              exit_code=1 if state == "failed" else None)
+    con.execute("DELETE FROM jobs; DELETE FROM job_attempts; DELETE FROM node_conditions; "
+                "DELETE FROM gpu_samples; DELETE FROM gpu_events; DELETE FROM nodes")
+    f.load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    rows = con.execute("SELECT state, failure_class, fleet_failure FROM attempt_outcomes").fetchall()
+    assert len(rows) == len(states)
+    for state, failure_class, fleet_failure in rows:
+        if state in ("cancelled", "timeout", "oom"):
+            assert (failure_class, fleet_failure) == ("user", False)
+        elif state == "preempted":
+            assert (failure_class, fleet_failure) == ("infrastructure", False)
+        else:
+            assert fleet_failure
+            if state == "node_fail" or xid or ready_false:
+                assert failure_class == "hardware"
+            else:
+                assert failure_class == ("infrastructure" if gpu_gap else "software")
