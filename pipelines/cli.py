@@ -155,8 +155,7 @@ def ingest_kube_jobs_cmd(
     con = open_store(ctx.obj.db)
     results, skipped = ingest_kube_jobs(con, file, user_label, pods)
     if skipped:
-        _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods "
-                         "and were skipped."])
+        _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."])
     _print_loads(results)
 
 

@@ -281,7 +281,7 @@ def test_failure_classes_first_match_wins(con, job_id, failure_class, fleet_fail
 def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con):
     # Of the four attempts, two are fleet failures (j-gap, j-xid): one bar each, 2 GPUs x 30 min =
     # 1 GPU-h each. j-cancel (user) and j-pre (policy) are shown apart, never as failures.
-    from datetime import date, datetime, timezone
+    from datetime import UTC, date, datetime
 
     from pipelines.sql import query_pl
 
@@ -289,8 +289,8 @@ def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con
     insert_anomalies(con, [])
     compute_availability(con, with_goodput=True)  # attempt_clusters
     week = {"week_start": date(2026, 11, 23), "cluster": "*"}
-    app_week = {"week_start": datetime(2026, 11, 23, tzinfo=timezone.utc),
-                "week_end": datetime(2026, 11, 30, tzinfo=timezone.utc), "cluster": "*"}
+    app_week = {"week_start": datetime(2026, 11, 23, tzinfo=UTC),
+                "week_end": datetime(2026, 11, 30, tzinfo=UTC), "cluster": "*"}
     fleet = [("hardware", "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)", 1, 1.0),
              ("infrastructure", "node unknown", 1, 1.0)]
     report = query_pl(con, "report/failures", week).sort("failure_class")
