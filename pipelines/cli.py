@@ -160,17 +160,20 @@ def ingest_sacct_cmd(
 @ingest_app.command("kube-jobs")
 def ingest_kube_jobs_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Output of `kubectl get jobs,pytorchjobs -A -o json`.")],
+    file: Annotated[Path, typer.Argument(help="Output of `kubectl get jobs,pytorchjobs,pods -A -o json`.")],
     user_label: Annotated[str, typer.Option(help="Pod/job label naming the user.")] = "gpufleet.io/user",
+    pods: Annotated[
+        Path | None, typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes.")
+    ] = None,
 ) -> None:
-    """Load Kubernetes Jobs and Kubeflow PyTorchJobs."""
+    """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import ingest_kube_jobs
     from pipelines.store import open_store
 
     con = open_store(ctx.obj.db)
-    results, skipped = ingest_kube_jobs(con, file, user_label)
+    results, skipped = ingest_kube_jobs(con, file, user_label, pods)
     if skipped:
-        _print_warnings([f"{skipped} objects were neither a Job nor a PyTorchJob and were skipped."])
+        _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."])
     _print_loads(results)
 
 

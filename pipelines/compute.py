@@ -34,7 +34,7 @@ class Step:
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
-    from pipelines.detectors import detect_anomalies
+    from pipelines.detectors import detect_anomalies, follow_up_anomalies
     from pipelines.stragglers import build_rank_slowdown
 
     return [
@@ -51,12 +51,17 @@ def _steps() -> list[Step]:
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),
-        Step("node_remediation"),
         Step("node_state_intervals"),
         Step("node_availability_daily"),
         Step("fleet_availability_daily"),
         Step("attempt_outcomes"),
         Step("job_outcomes"),
+        # Needs node states and job outcomes: holds hardware findings open while their node stays
+        # unavailable (the states above only read them as `degraded`, which `unavailable` outranks),
+        # escalates repeats, and weighs each finding's impact and goodput lost.
+        Step("anomaly_follow_up", run=follow_up_anomalies),
+        Step("node_remediation"),
+        Step("node_remediation_history"),
         Step("goodput_stack"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
         # Reads every metric table above: keep it last.

@@ -61,6 +61,9 @@ class FailureSettings:
     )
     """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
     hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
+    infrastructure_anomaly_kinds: list[str] = field(default_factory=lambda: ["telemetry_gap", "condition_flap"])
+    """Anomaly kinds that count as missing evidence (class `infrastructure`, never `hardware`) when
+    classifying a failed attempt: a gap in monitoring is not proof of broken hardware."""
     xid_catalogue: str = ""
     """CSV of XID codes and their class; empty means the bundled `queries/data/xid_catalogue.csv`."""
 
@@ -120,7 +123,15 @@ class DetectionSettings:
     flap_transitions: int = 4
     """... at least this many transitions is flapping."""
     xid_clear_s: int = 21600
-    """A hardware-XID anomaly stays open this long after its last event."""
+    """A hardware-XID anomaly stays open this long after its last event (and longer while its node
+    stays unavailable: a hardware finding is open while the outage it started lasts)."""
+    escalate_xid_count: int = 3
+    """Escalation: the N-th critical hardware-XID finding on one GPU within `escalate_window_s`
+    calls for `replace`."""
+    escalate_window_s: int = 2592000
+    """Escalation look-back (30 days): earlier findings count even when long closed."""
+    repeat_offender_action: str = "cordon"
+    """The ladder step (at least) for a repeat-offender straggler host."""
     straggler_peer_z: float = 3.5
     """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
     straggler_candidate_z: float = 2.5
@@ -155,6 +166,7 @@ class Settings:
             "failure_after_s": f.after_end_s,
             "crash_loop_min_failures": f.crash_loop_min_failures,
             "hardware_anomaly_kinds": list(f.hardware_anomaly_kinds),
+            "infrastructure_anomaly_kinds": list(f.infrastructure_anomaly_kinds),
             "xid_catalogue_path": f.xid_catalogue or str(queries_dir() / "data" / "xid_catalogue.csv"),
             "straggler_ratio": s.median_ratio_threshold,
             "straggler_min_steps": s.min_steps,

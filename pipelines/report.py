@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +62,23 @@ class WeeklyReport:
     goodput_stack: pl.DataFrame
     """level, kind, parent, gpu_h, share_of_capacity."""
     failures: pl.DataFrame
-    """failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
+    """Fleet failures: failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
+    not_failures: pl.DataFrame
+    """User and scheduler-policy attempts, shown apart: failure_class, cause, attempts, jobs, gpu_h."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
+    findings: pl.DataFrame
+    """The costliest findings: node, cluster, gpu, job_id, kind, xid, severity, action, start_ts,
+    end_ts, goodput_lost_gpu_h, impact_gpu_h."""
+    remediation: pl.DataFrame
+    """What the ladder recommended during the week: node, cluster, step, since, until, severity, why."""
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
 
 REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
-    "node_availability_daily", "node_state_intervals",
+    "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
 ]
 
 
@@ -111,8 +119,11 @@ def build_report(
         summary=summary,
         goodput_stack=query_pl(con, "report/goodput_stack", params),
         failures=query_pl(con, "report/failures", params),
+        not_failures=query_pl(con, "report/not_failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
         incomplete=_incomplete_windows(con, params),
+        findings=query_pl(con, "report/findings", params),
+        remediation=query_pl(con, "report/remediation", params),
     )
 
 
@@ -156,6 +167,13 @@ def format_delta(value: float | None, unit: str) -> str:
     return f"{value:+,.1f}"
 
 
+def _ts(value: Any) -> str:
+    """A timestamp in UTC, to the minute ("" when missing)."""
+    if _missing(value):
+        return ""
+    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M")
+
+
 def _gpu_h(value: float | None) -> str:
     return "n/a" if _missing(value) else f"{value:,.1f}"
 
@@ -195,12 +213,27 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _pct(r["share"]), _pct(r["cumulative_share"])]
         for r in report.failures.iter_rows(named=True)
     ]
+    not_failures = [
+        [r["failure_class"], r["cause"], str(r["attempts"]), str(r["jobs"]), _gpu_h(r["gpu_h"])]
+        for r in report.not_failures.iter_rows(named=True)
+    ]
     nodes = [
         [r["node"], r["cluster"], r["gpu_model"] or "", _gpu_h(r["down_gpu_h"]),
          _gpu_h(r["unavailable_gpu_h"]), _gpu_h(r["unknown_gpu_h"]), _pct(r["availability"]),
          str(r["failed_attempts"]), ", ".join(str(c) for c in r["xid_codes"]) or "-",
          _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
+    ]
+    findings = [
+        [r["node"] or "", r["cluster"] or "", "" if r["gpu"] is None else str(r["gpu"]),
+         r["kind"] + (f" {r['xid']}" if r["xid"] else ""), r["severity"], r["action"] or "",
+         _ts(r["start_ts"]), _ts(r["end_ts"]) or "open", _gpu_h(r["goodput_lost_gpu_h"]), _gpu_h(r["impact_gpu_h"])]
+        for r in report.findings.iter_rows(named=True)
+    ]
+    remediation = [
+        [r["node"], r["cluster"] or "", r["step"], _ts(r["since"]), _ts(r["until"]) or "in force",
+         r["severity"], _shorten(r["why"] or "", 120)]
+        for r in report.remediation.iter_rows(named=True)
     ]
     sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
@@ -211,12 +244,26 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
           "allocated = init + checkpoint + wasted + other + productive.")),
         ("Failures by class and cause",
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"], failures,
-         ("Failed attempts that ended this week; cause is the XID seen on the attempt's nodes "
-          "around its end, else its final state.")),
+         ("Fleet failures (failed / node_fail attempts of class hardware, infrastructure by evidence, "
+          "software, unknown) that ended this week; cause: the hardware XID seen on the attempt's nodes "
+          "around its end, else node_fail, the anomaly or node state, else the exit code.")),
+        ("Not fleet failures: user and scheduler policy",
+         ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
+         ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
+          "never counted as failures of the fleet, whatever else happened on the node.")),
         (f"Top {len(nodes)} nodes by lost GPU-hours",
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
          "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed)."),
+        (f"Top {len(findings)} findings by goodput lost",
+         ["Node", "Cluster", "GPU", "Finding", "Severity", "Action", "Start (UTC)", "End (UTC)",
+          "Goodput lost GPU-h", "Impact GPU-h"], findings,
+         ("Goodput lost: wasted progress + recovery of the job attempts the finding ended (hardware "
+          "failures on its node around it). Impact: GPU-hours of jobs on the entity while it was open.")),
+        ("Remediation recommended this week",
+         ["Node", "Cluster", "Step", "Since (UTC)", "Until (UTC)", "Severity", "Why"], remediation,
+         ("From node_remediation_history: every step in force at some time of the week, "
+          "also those whose findings closed before its end.")),
     ]
     if report.incomplete is not None and not report.incomplete.is_empty():
         windows = [
@@ -265,8 +312,11 @@ def to_json(report: WeeklyReport) -> str:
         "summary": _records(report.summary),
         "goodput_stack": _records(report.goodput_stack),
         "failures": _records(report.failures),
+        "not_failures": _records(report.not_failures),
         "top_nodes": _records(report.top_nodes),
         "incomplete_windows": _records(report.incomplete) if report.incomplete is not None else [],
+        "findings": _records(report.findings),
+        "remediation": _records(report.remediation),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

@@ -273,21 +273,32 @@ def _goodput_stack() -> pl.DataFrame:
 def _anomalies() -> pl.DataFrame:
     rows = [
         ("a-1", "gpu", "gpu-001", 3, uuid("gpu-001", 3), None, None, "xid", ts(25, 10), ts(25, 12.5),
-         1.0, "critical", '{"xid": 79, "name": "GPU has fallen off the bus"}', "reset_gpu", 32.0),
+         1.0, "critical", '{"xid": 79, "name": "GPU has fallen off the bus"}', "reset_gpu", 32.0, 24.0),
         ("a-2", "gpu", "gpu-000", 5, uuid("gpu-000", 5), None, None, "thermal_throttle", ts(26), None,
-         4.2, "warn", '{"sm_clock_z": -4.2}', "watch", 12.0),
+         4.2, "warn", '{"sm_clock_z": -4.2}', "watch", 12.0, 0.0),
         ("a-3", "rank", "gpu-003", 3, uuid("gpu-003", 3), "j-103", 11, "straggler", ts(27, 0.1), ts(27, 4),
-         3.1, "warn", '{"median_ratio": 1.10}', "cordon", 8.0),
+         3.1, "warn", '{"median_ratio": 1.10}', "cordon", 8.0, 1.5),
         ("a-4", "gpu", "gpu-002", 0, uuid("gpu-002", 0), None, None, "telemetry_gap", ts(17, 3), ts(17, 3.5),
-         0.5, "info", '{"missing_s": 1800}', "watch", 0.0),
+         0.5, "info", '{"missing_s": 1800}', "watch", 0.0, 0.0),
         ("a-5", "node", "gpu-003", None, None, None, None, "condition_flap", ts(28, 6), None,
-         2.0, "critical", '{"flaps": 12}', "drain", 0.0),
+         2.0, "critical", '{"flaps": 12}', "drain", 0.0, 0.0),
     ]
     return pl.DataFrame(rows, orient="row", schema={
         "anomaly_id": pl.String, "entity_type": pl.String, "node": pl.String, "gpu": pl.Int16,
         "uuid": pl.String, "job_id": pl.String, "rank": pl.Int32, "kind": pl.String,
         "start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"), "score": pl.Float64,
-        "severity": pl.String, "evidence": pl.String, "action": pl.String, "impact_gpu_h": pl.Float64})
+        "severity": pl.String, "evidence": pl.String, "action": pl.String, "impact_gpu_h": pl.Float64,
+        "goodput_lost_gpu_h": pl.Float64})
+
+
+def _remediation_history() -> pl.DataFrame:
+    """What the ladder recommended: gpu-001's XID (a-1) called for reset_gpu while it was open."""
+    return pl.DataFrame(
+        [("gpu-001", "c1", "reset_gpu", ts(25, 10), ts(25, 12.5), "critical",
+          "xid 79 on gpu 3 (critical) -> reset_gpu", ["a-1"])],
+        orient="row", schema={"node": pl.String, "cluster": pl.String, "step": pl.String,
+                              "since": pl.Datetime("us", "UTC"), "until": pl.Datetime("us", "UTC"),
+                              "severity": pl.String, "why": pl.String, "anomaly_ids": pl.List(pl.String)})
 
 
 def _landing() -> dict[str, pl.DataFrame]:
@@ -339,11 +350,21 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     node_daily = _node_daily(intervals)
     segments, job_goodput = _goodput()
     num_gpus = {j[0]: j[7] for j in JOBS}
+    def cause(a: tuple) -> str | None:
+        # as queries/derived/attempt_outcomes.sql words it
+        if a[8] is None:
+            return None
+        if a[8] == "hardware":
+            return "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)" if "XID 79" in (a[9] or "") else "node_fail"
+        return f"failed (exit {a[5]})" if a[8] == "software" else a[4]
+
     attempts = pl.DataFrame(
-        [(a[0], a[1], a[2], a[3], a[4], a[8], a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
+        [(a[0], a[1], a[2], a[3], a[4], a[8], a[8] is not None and a[4] in ("failed", "node_fail"), cause(a),
+          a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
         orient="row", schema={
             "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
             "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "failure_class": pl.String,
+            "fleet_failure": pl.Boolean, "cause": pl.String,
             "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String), "num_gpus": pl.Int32})
     eligible = {"succeeded", "failed", "node_fail", "timeout", "oom"}
     outcomes = []
@@ -372,6 +393,7 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "goodput_segments": segments,
         "goodput_stack": _goodput_stack(),
         "rank_slowdown": _rank_slowdown(steps),
+        "node_remediation_history": _remediation_history(),
     }
 
 

@@ -109,8 +109,26 @@ STACK = [
 # (ts, node, gpu, code)
 XIDS = [("2026-11-24 11:58", "n2", 3, 79)]
 
+# anomalies: (id, node, gpu, kind, start, end, severity, action, evidence, impact_gpu_h, goodput_lost_gpu_h)
+FINDINGS = [
+    # the XID 79 that ended j2 a0 (16 GPUs) at 12:00: it ran 2 min on the GPU's node (16 x 2/60 =
+    # 0.53 GPU-h while open), its loss (a hand value here) 64.0 GPU-h
+    ("x1", "n2", 3, "xid", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "reboot", '{"xid": 79}', 0.53, 64.0),
+    # a W47 finding: not in W48's findings
+    ("t1", "n3", 1, "throttling", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "cordon", "{}", 12.0, 0.0),
+]
+
+# node_remediation_history: (node, cluster, step, since, until, severity, why, anomaly_ids)
+REMEDIATION = [
+    ("n3", "c2", "cordon", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "throttling on gpu 1 (warn) -> cordon", ["t1"]),
+    ("n2", "c1", "reboot", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "xid 79 on gpu 3 (critical) -> reboot", ["x1"]),
+]
+
 # The derived tables' shapes as `gpufleet compute` builds them (contract columns plus extras).
 DERIVED_DDL = """
+CREATE OR REPLACE TABLE node_remediation_history (
+    node VARCHAR, cluster VARCHAR, step VARCHAR, since TIMESTAMPTZ, until TIMESTAMPTZ, severity VARCHAR,
+    why VARCHAR, anomaly_ids VARCHAR[]);
 CREATE OR REPLACE TABLE node_state_intervals (
     node VARCHAR, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR, reason VARCHAR);
 CREATE OR REPLACE TABLE job_outcomes (
@@ -119,9 +137,9 @@ CREATE OR REPLACE TABLE job_outcomes (
     gpu_hours DOUBLE, first_attempt_succeeded BOOLEAN, implicated_nodes VARCHAR[]);
 CREATE OR REPLACE TABLE attempt_outcomes (
     job_id VARCHAR, attempt INTEGER, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR,
-    exit_code INTEGER, reason VARCHAR, nodes VARCHAR[], failure_class VARCHAR,
-    hardware_signal VARCHAR, implicated_nodes VARCHAR[], num_gpus INTEGER, duration_s DOUBLE,
-    gpu_s DOUBLE);
+    exit_code INTEGER, reason VARCHAR, nodes VARCHAR[], failure_class VARCHAR, fleet_failure BOOLEAN,
+    cause VARCHAR, hardware_signal VARCHAR, infrastructure_signal VARCHAR, implicated_nodes VARCHAR[],
+    num_gpus INTEGER, duration_s DOUBLE, gpu_s DOUBLE);
 CREATE OR REPLACE TABLE job_goodput (
     job_id VARCHAR, first_start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, wall_s DECIMAL(18,6),
     productive_s DECIMAL(18,6), init_s DECIMAL(18,6), checkpoint_s DECIMAL(18,6),
@@ -209,12 +227,16 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
             [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes],
         )
         signal = "xid 79" if fclass == "hardware" and state == "node_fail" else None
+        # as attempt_outcomes.sql words them: fleet failures are failed / node_fail attempts
+        fleet_failure = fclass is not None and state in ("failed", "node_fail")
+        cause = {"hardware": "XID 79" if signal else "node unavailable",
+                 "software": f"failed (exit {exit_code})"}.get(fclass or "", state)
         con.execute(
             "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, exit_code, nodes, "
-            "failure_class, hardware_signal, implicated_nodes, num_gpus) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass, signal,
-             implicated, job[3]],
+            "failure_class, fleet_failure, cause, hardware_signal, implicated_nodes, num_gpus) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass,
+             fleet_failure if fclass else None, cause if fclass else None, signal, implicated, job[3]],
         )
         ends[job_id] = end
         ends.setdefault(job_id + "/start", start)
@@ -247,6 +269,15 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany(
         "INSERT INTO gpu_events VALUES (?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",
         [(_ts(ts), node, gpu, code) for ts, node, gpu, code in XIDS],
+    )
+    con.executemany(
+        "INSERT INTO anomalies VALUES (?, 'gpu', ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, ?, ?)",
+        [(i, node, gpu, kind, _ts(s), _ts(e), sev, ev, action, impact, lost)
+         for i, node, gpu, kind, s, e, sev, action, ev, impact, lost in FINDINGS],
+    )
+    con.executemany(
+        "INSERT INTO node_remediation_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [(n, c, step, _ts(s), _ts(u), sev, why, ids) for n, c, step, s, u, sev, why, ids in REMEDIATION],
     )
 
 

@@ -95,19 +95,19 @@ def test_overview_waterfall_is_the_goodput_stack(use_db: Path) -> None:
     assert sum(steps.values()) == pytest.approx(stack["productive_gpu_h"].sum())
 
 
-def test_overview_pareto_counts_every_failed_attempt_of_the_week(use_db: Path) -> None:
+def test_overview_pareto_counts_every_fleet_failure_of_the_week(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
     expected = sql(use_db, """
         SELECT failure_class, count(*) AS n FROM attempt_outcomes
-        WHERE failure_class IS NOT NULL
+        WHERE fleet_failure
           AND end_ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND end_ts < TIMESTAMPTZ '2026-11-30 00:00+00'
         GROUP BY ALL""")
     pareto = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"].startswith("Failed attempts"))
     bars = [trace for trace in pareto["data"] if trace["type"] == "bar"]
     line = next(trace for trace in pareto["data"] if trace["type"] == "scatter")
     counts = [n for trace in bars for n in trace["y"]]
-    assert sum(counts) == expected["n"].sum()  # fixture: 3 software + 1 hardware + 1 user
+    assert sum(counts) == expected["n"].sum()  # fixture: 3 software + 1 hardware (the user one apart)
     assert pareto["layout"]["xaxis"]["categoryarray"] == line["x"]  # bars in the line's order
     assert values(line["y"]) == sorted(values(line["y"]))
     assert values(line["y"])[-1] == pytest.approx(100.0)
@@ -175,7 +175,13 @@ def test_node_drill_down_from_the_url(use_db: Path) -> None:
     assert shown["Availability"][0] == pct(avail["a"])  # fixture: 1 - 2.5 h / 168 h = 98.51 %
     assert shown["Unavailable GPU-h"][0] == f"{avail['unavailable_gpu_h']:,.1f}"  # 2 h x 8 GPUs
     subheaders = [s.value for s in at.subheader]
-    assert {"Condition history", "GPU telemetry (DCGM)", "XID and GPU events", "Jobs that ran here"} <= set(subheaders)
+    assert {"Condition history", "GPU telemetry (DCGM)", "XID and GPU events", "Jobs that ran here",
+            "Remediation history"} <= set(subheaders)
+    # the finding closed at 12:30 on the 25th, yet what it called for stays on record
+    ladder = next(df.value for df in at.dataframe if "step" in df.value.columns)
+    assert list(ladder["step"]) == ["reset_gpu"]
+    findings = next(df.value for df in at.dataframe if "goodput_lost_gpu_h" in df.value.columns)
+    assert list(findings["goodput_lost_gpu_h"]) == [24.0]
     events = next(df.value for df in at.dataframe if "code" in df.value.columns)
     assert 79 in set(events["code"])
     jobs = next(df.value for df in at.dataframe if "attempt_state" in df.value.columns)

@@ -47,7 +47,7 @@ def test_overview_on_the_simulated_fleet(use_sim: Path) -> None:
     steps = dict(zip(waterfall["x"], waterfall["y"]))
     assert steps["Capacity"] == pytest.approx(stack["cap"])
     assert sum(steps.values()) == pytest.approx(stack["prod"], abs=1e-6)
-    failed = sql(use_sim, "SELECT count(*) AS n FROM attempt_outcomes WHERE failure_class IS NOT NULL "
+    failed = sql(use_sim, "SELECT count(*) AS n FROM attempt_outcomes WHERE fleet_failure "
                  "AND end_ts >= ? AND end_ts < ?", [start, end])["n"][0]
     pareto = next(f for f in figures if f["layout"]["title"]["text"].startswith("Failed attempts"))
     assert sum(n for trace in pareto["data"] if trace["type"] == "bar" for n in trace["y"]) == failed

@@ -392,3 +392,44 @@ def test_one_data_horizon_for_node_states_attempts_and_goodput(con):
     assert con.execute(
         "SELECT wall_s, end_ts FROM job_goodput WHERE job_id = 'j-run'"
     ).fetchall() == [(3600, at("02:30"))]
+
+
+def test_a_known_bad_signal_outranks_missing_data(con):
+    # An 8-GPU node: XID 79 on gpu 7 at 23:00, gpu 7 stops reporting (its 22:59 sample holds until
+    # 23:04); from 23:00 the node is cordoned and AcceleratedHardwareReady=False to the 02:00 horizon.
+    # The 2 h 56 min after 23:04 belong to the failure (unavailable, hardware reason), not to
+    # "unknown": 3 h x 8 GPUs = 24 GPU-h unavailable, 0 unknown.
+    def build(f: Fleet) -> None:
+        everything = minutes(at("22:00"), at("02:00"))
+        before, after = minutes(at("22:00"), at("22:59")), minutes(at("23:00"), at("02:00"))
+        f.node("n1", "c1", gpu_count=8)
+        f.condition("n1", "Ready", everything, "True")
+        f.condition("n1", "AcceleratedHardwareReady", before, "True")
+        f.condition("n1", "AcceleratedHardwareReady", after, "False", "GpuFellOffTheBus")
+        f.condition("n1", "Unschedulable", before, "False")
+        f.condition("n1", "Unschedulable", after, "True")
+        for gpu in range(8):
+            f.gpu("n1", gpu, before if gpu == 7 else everything)
+        f.xid("n1", 7, at("23:00"), 79)
+
+    small_fleet(con, build)
+    hardware = "AcceleratedHardwareReady=False (GpuFellOffTheBus); cordoned"
+    assert intervals(con, "n1") == [
+        ("22:00", "23:00", "available", None),
+        ("23:00", "23:04", "unavailable", hardware),
+        ("23:04", "02:00", "unavailable", f"{hardware}; no DCGM sample from gpu 7"),
+    ]
+    unknown = con.execute("SELECT sum(unknown_s) FROM node_availability_daily WHERE node = 'n1'").fetchone()[0]
+    assert unknown == 0
+
+
+def test_missing_data_still_outranks_degraded(con):
+    # gpu 1 silent 00:00..00:59 under an open warn anomaly: unknown (telemetry required), not degraded.
+    def build(f: Fleet) -> None:
+        gap = set(minutes(at("00:00"), at("00:59")))
+        healthy_node(f, "n1", "c1", gpu1=[t for t in minutes(at("22:00"), at("02:00")) if t not in gap])
+
+    small_fleet(con, build)
+    insert_anomalies(con, [throttling_anomaly() | {"node": "n1", "start_ts": at("23:00"), "end_ts": None}])
+    compute_availability(con)
+    assert [s for _, _, s, _ in intervals(con, "n1")] == ["available", "degraded", "unknown", "degraded"]

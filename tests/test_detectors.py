@@ -29,7 +29,7 @@ def findings(con, fleet: Fleet, settings: Settings | None = None) -> list[dict]:
     compute(con, settings or Settings(), force=True)
     rel = con.sql(
         "SELECT kind, entity_type, node, gpu, uuid, start_ts, end_ts, score, severity, action, "
-        "evidence, impact_gpu_h FROM anomalies ORDER BY kind, gpu, start_ts"
+        "evidence, impact_gpu_h, goodput_lost_gpu_h FROM anomalies ORDER BY kind, gpu, start_ts"
     )
     return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
 
@@ -266,7 +266,8 @@ def test_impact_counts_jobs_on_the_node_while_open(con):
     # 8 x 10/60 = 1.333 GPU-h; a job on another node adds nothing; a failed 8-GPU attempt on n1
     # from 30 to 55 overlaps 5 min: + 8 x 5/60 = 0.667, total 2.0 GPU-h. That attempt logged no
     # steps and no checkpoint, so all of it is wasted progress (goodput_segments): its 25 min x 8
-    # GPUs = 3.333 GPU-h of goodput lost, ending inside the finding's failure window.
+    # GPUs = 3.333 GPU-h of goodput lost, ending inside the finding's failure window (the open DBE
+    # makes it a hardware failure implicating n1); no next attempt, so no recovery.
     fleet = Fleet(nodes=["n1", "n2"])
     fleet.set("n1", 0, DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30)
     for job, node, start, end, state in (("j1", "n1", 0, 60, "succeeded"), ("j2", "n2", 0, 60, "succeeded"),
@@ -279,7 +280,72 @@ def test_impact_counts_jobs_on_the_node_while_open(con):
                                "reason": None, "nodes": [node]})
     rows = only(findings(con, fleet), "ecc_dbe")
     assert [round(r["impact_gpu_h"], 3) for r in rows] == [2.0]
-    assert json.loads(rows[0]["evidence"])["goodput_lost_gpu_h"] == pytest.approx(3.3333, abs=1e-3)
+    assert rows[0]["goodput_lost_gpu_h"] == pytest.approx(3.3333, abs=1e-3)
+
+
+def _job(fleet: Fleet, job: str, gpus: int, attempts: list[tuple[float, float, str, list[str]]]) -> None:
+    """attempts: (start minute, end minute, state, nodes); the job ends with its last attempt."""
+    last = attempts[-1]
+    fleet.jobs.append({"job_id": job, "name": job, "user": "u", "team": "t", "queue": "q",
+                       "submit_ts": at(0), "start_ts": at(attempts[0][0]), "end_ts": at(last[1]),
+                       "num_gpus": gpus, "state": last[2], "exit_code": 0 if last[2] == "succeeded" else 1,
+                       "reason": None})
+    fleet.attempts += [{"job_id": job, "attempt": i, "start_ts": at(s), "end_ts": at(e), "state": st,
+                        "exit_code": 0 if st == "succeeded" else 1, "reason": None, "nodes": nodes}
+                       for i, (s, e, st, nodes) in enumerate(attempts)]
+
+
+def test_a_finding_that_kills_a_job_carries_the_goodput_it_lost(con):
+    # A 64-GPU job on n1..n8: attempt 0 from minute 0 ends failed at minute 10 exactly when XID 48
+    # (double-bit ECC, hardware) hits n1 gpu 0; it logged no steps, so all 10 min are wasted:
+    # 64 x 10/60 = 10.667 GPU-h; the restart on n2..n9 waits until minute 15: recovery
+    # 64 x 5/60 = 5.333 GPU-h. Goodput lost 16.0 GPU-h. No attempt ran on n1 after minute 10:
+    # impact_gpu_h (exposure while open) is 0.
+    nodes = [f"n{i}" for i in range(1, 10)]
+    fleet = Fleet(nodes=nodes)
+    fleet.events.append({"ts": at(10), "node": "n1", "gpu": 0, "uuid": "GPU-n1-0", "kind": "xid", "code": 48,
+                         "message": "NVRM: Xid 48", "source": "test"})
+    _job(fleet, "big", 64, [(0, 10, "failed", nodes[:8]), (15, 100, "succeeded", nodes[1:])])
+    rows = only(findings(con, fleet), "xid")
+    assert [(r["node"], r["gpu"], r["impact_gpu_h"]) for r in rows] == [("n1", 0, 0.0)]
+    assert rows[0]["goodput_lost_gpu_h"] == pytest.approx(64 * 10 / 60 + 64 * 5 / 60)
+
+
+def test_a_hardware_finding_stays_open_while_its_node_stays_down(con):
+    # XID 79 on n1 gpu 3 at minute 10; the detector alone closes it xid_clear_s = 30 min after the last
+    # event (minute 40). n1 is Ready=False from minute 10 to 70: the finding holds until minute 70.
+    # n2 gets XID 79 at minute 10 and stays Ready=False to the horizon (minute 119 + 5 min
+    # staleness): its finding stays open (end NULL). n3's Ready=False 0..5 ended before its XID at 20:
+    # another outage; its finding closes at 50 as the detector says.
+    fleet = Fleet(nodes=["n1", "n2", "n3"])
+    for node, minute in (("n1", 10), ("n2", 10), ("n3", 20)):
+        fleet.events.append({"ts": at(minute), "node": node, "gpu": 3, "uuid": f"GPU-{node}-3", "kind": "xid",
+                             "code": 79, "message": "NVRM: Xid 79", "source": "test"})
+    fleet.ready["n1"] = ["False" if 10 <= i < 70 else "True" for i in range(120)]
+    fleet.ready["n2"] = ["False" if i >= 10 else "True" for i in range(120)]
+    fleet.ready["n3"] = ["False" if i < 5 else "True" for i in range(120)]
+    settings = Settings(detection=DetectionSettings(xid_clear_s=1800))
+    rows = only(findings(con, fleet, settings), "xid")
+    assert [(r["node"], r["start_ts"], r["end_ts"]) for r in rows] == [
+        ("n1", at(10), at(70)), ("n2", at(10), None), ("n3", at(20), at(50))]
+    assert json.loads(rows[0]["evidence"])["held_open_by"] == "Ready=False"
+
+
+def test_the_third_critical_xid_on_one_gpu_within_the_window_calls_for_replace(con):
+    # XID 79 (catalogue: critical -> reboot) on n1 gpu 2 at minutes 0, 40 and 80: three episodes with
+    # xid_clear_s = 10 min. The third calls for replace; gpu 5's single XID keeps its reboot. With a
+    # 1-hour look-back (escalate_window_s = 3600) the third sees only itself and the one at 40: reboot.
+    fleet = Fleet(nodes=["n1"])
+    for gpu, minute in ((2, 0), (2, 40), (2, 80), (5, 80)):
+        fleet.events.append({"ts": at(minute), "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "kind": "xid",
+                             "code": 79, "message": "NVRM: Xid 79", "source": "test"})
+    settings = Settings(detection=DetectionSettings(xid_clear_s=600))
+    rows = only(findings(con, fleet, settings), "xid")
+    assert [(r["gpu"], r["start_ts"], r["action"]) for r in rows] == [
+        (2, at(0), "reboot"), (2, at(40), "reboot"), (2, at(80), "replace"), (5, at(80), "reboot")]
+    assert "#3 on gpu 2 within 30.0 days" in json.loads(rows[2]["evidence"])["escalated"]
+    short = Settings(detection=DetectionSettings(xid_clear_s=600, escalate_window_s=3600))
+    assert [r["action"] for r in only(findings(con, fleet, short), "xid")] == ["reboot"] * 4
 
 
 def test_healthy_fleet_has_no_findings(con):

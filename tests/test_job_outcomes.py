@@ -8,6 +8,8 @@ from __future__ import annotations
 import csv
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.config import FailureSettings, Settings
 from pipelines.sql import queries_dir
@@ -83,7 +85,8 @@ def test_job_outcomes(fleet_con, job_id, expected):
     [
         ("j-hw", 0, "hardware",
          "n2 XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 1; n2 unavailable: Ready=False (KubeletNotReady)"),
-        ("j-retry", 0, "hardware", "node_fail reported by the scheduler; n1 unknown: Ready stale"),
+        # node_fail is hardware; n1's stale Ready is missing evidence, not a hardware signal
+        ("j-retry", 0, "hardware", "node_fail reported by the scheduler"),
         ("j-retry", 1, None, None),
         ("j-crash", 0, "software", None),
         ("j-crash", 2, "software", None),
@@ -226,3 +229,121 @@ def test_a_job_takes_its_final_attempts_class_never_an_earlier_one(con, final_at
     insert_anomalies(con, [])
     compute_availability(con)
     assert con.execute("SELECT failure_class FROM job_outcomes").fetchall() == [(expected_class,)]
+
+
+def _failure_fleet() -> Fleet:
+    """Four attempts ending at 00:30, hand-classified (window [00:20, 00:35]).
+
+    nA: XID 79 (GPU fallen off the bus, hardware) on gpu 1 at 00:28, Ready=False from 00:29.
+    nB: healthy conditions, gpu 1 silent 00:10..00:40 (its 00:09 sample holds to 00:14: unknown
+        00:14-00:40, a telemetry gap and nothing else).
+    """
+    from tests.fleets import HORIZON, START, healthy_node, minutes
+
+    f = Fleet()
+    everything = minutes(START, HORIZON)
+    a_false = set(minutes(at("00:29"), at("00:59")))
+    healthy_node(f, "nA", "c1", ready=[t for t in everything if t not in a_false])
+    f.condition("nA", "Ready", sorted(a_false), "False", "KubeletNotReady")
+    f.xid("nA", 1, at("00:28"), 79)
+    gap = set(minutes(at("00:10"), at("00:40")))
+    healthy_node(f, "nB", "c1", gpu1=[t for t in everything if t not in gap])
+    # cancelled while a GPU fails next to it: user, never hardware
+    f.job("j-cancel", 2, "cancelled", [("00:00", "00:30", "cancelled", None, ["nA"])])
+    # preempted by the scheduler on the failing node: infrastructure (policy)
+    f.job("j-pre", 2, "preempted", [("00:00", "00:30", "preempted", None, ["nA"])])
+    # exit 1 with only a telemetry gap around its end: infrastructure (missing evidence), not hardware
+    f.job("j-gap", 2, "failed", [("00:00", "00:30", "failed", 1, ["nB"])], exit_code=1)
+    # exit 1 two minutes after XID 79 on its node: hardware
+    f.job("j-xid", 2, "failed", [("00:00", "00:30", "failed", 1, ["nA"])], exit_code=1)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("job_id", "failure_class", "fleet_failure", "cause"),
+    [
+        ("j-cancel", "user", False, "cancelled"),
+        ("j-pre", "infrastructure", False, "preempted"),
+        ("j-gap", "infrastructure", True, "node unknown"),
+        ("j-xid", "hardware", True, "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)"),
+    ],
+)
+def test_failure_classes_first_match_wins(con, job_id, failure_class, fleet_failure, cause):
+    _failure_fleet().load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    row = con.execute(
+        "SELECT failure_class, fleet_failure, cause FROM attempt_outcomes WHERE job_id = ?", [job_id]
+    ).fetchall()
+    assert row == [(failure_class, fleet_failure, cause)]
+
+
+def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con):
+    # Of the four attempts, two are fleet failures (j-gap, j-xid): one bar each, 2 GPUs x 30 min =
+    # 1 GPU-h each. j-cancel (user) and j-pre (policy) are shown apart, never as failures.
+    from datetime import UTC, date, datetime
+
+    from pipelines.sql import query_pl
+
+    _failure_fleet().load(con)
+    insert_anomalies(con, [])
+    compute_availability(con, with_goodput=True)  # attempt_clusters
+    week = {"week_start": date(2026, 11, 23), "cluster": "*"}
+    app_week = {"week_start": datetime(2026, 11, 23, tzinfo=UTC),
+                "week_end": datetime(2026, 11, 30, tzinfo=UTC), "cluster": "*"}
+    fleet = [("hardware", "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)", 1, 1.0),
+             ("infrastructure", "node unknown", 1, 1.0)]
+    report = query_pl(con, "report/failures", week).sort("failure_class")
+    assert report.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
+    dashboard = query_pl(con, "app/failure_pareto", app_week).sort("failure_class")
+    assert dashboard.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
+    apart = [("infrastructure", "preempted", 1), ("user", "cancelled", 1)]
+    assert query_pl(con, "report/not_failures", week).sort("failure_class").select(
+        "failure_class", "cause", "attempts").rows() == apart
+    assert query_pl(con, "app/not_failures", app_week).sort("failure_class").select(
+        "failure_class", "cause", "attempts").rows() == apart
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    states=st.lists(st.sampled_from(["failed", "node_fail", "cancelled", "timeout", "oom", "preempted"]),
+                    min_size=1, max_size=4),
+    xid=st.booleans(), ready_false=st.booleans(), gpu_gap=st.booleans(),
+)
+def test_user_and_policy_attempts_are_never_fleet_failures(con, states, xid, ready_false, gpu_gap):
+    # Whatever evidence surrounds the 00:30 end on nA (XID 79, Ready=False, a silent GPU), an attempt
+    # that the user or the scheduler ended is never hardware and never a fleet failure; a fleet
+    # failure is always failed / node_fail.
+    from tests.fleets import HORIZON, START, healthy_node, minutes
+
+    f = Fleet()
+    everything = minutes(START, HORIZON)
+    bad = set(minutes(at("00:29"), at("00:59"))) if ready_false else set()
+    gap = set(minutes(at("00:10"), at("00:40"))) if gpu_gap else set()
+    healthy_node(f, "nA", "c1", ready=[t for t in everything if t not in bad],
+                 gpu1=[t for t in everything if t not in gap])
+    if bad:
+        f.condition("nA", "Ready", sorted(bad), "False", "KubeletNotReady")
+    if xid:
+        f.xid("nA", 1, at("00:28"), 79)
+    for i, state in enumerate(states):
+        f.job(f"j{i}", 2, state, [("00:00", "00:30", state, 1 if state == "failed" else None, ["nA"])],
+              exit_code=1 if state == "failed" else None)
+    con.execute("DELETE FROM jobs; DELETE FROM job_attempts; DELETE FROM node_conditions; "
+                "DELETE FROM gpu_samples; DELETE FROM gpu_events; DELETE FROM nodes")
+    f.load(con)
+    insert_anomalies(con, [])
+    compute_availability(con)
+    rows = con.execute("SELECT state, failure_class, fleet_failure FROM attempt_outcomes").fetchall()
+    assert len(rows) == len(states)
+    for state, failure_class, fleet_failure in rows:
+        if state in ("cancelled", "timeout", "oom"):
+            assert (failure_class, fleet_failure) == ("user", False)
+        elif state == "preempted":
+            assert (failure_class, fleet_failure) == ("infrastructure", False)
+        else:
+            assert fleet_failure
+            if state == "node_fail" or xid or ready_false:
+                assert failure_class == "hardware"
+            else:
+                assert failure_class == ("infrastructure" if gpu_gap else "software")

@@ -138,3 +138,66 @@ def test_malformed_json_names_file_and_position(text, message):
     with pytest.raises(InputError) as err:
         parse_kube_jobs(text, "jobs.json")
     assert message in str(err.value)
+
+
+def pod(name: str, job: str, node: str, *, exit_code: int | None, finished: str, started: str = "2026-11-23T00:01:00Z",
+        namespace: str = "ml-research", owner_kind: str | None = "Job", labels: dict | None = None) -> dict:
+    terminated = {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed",
+                  "startedAt": started, "finishedAt": finished}
+    meta: dict = {"name": name, "namespace": namespace, "labels": labels if labels is not None else {"job-name": job}}
+    if owner_kind:
+        meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": owner_kind, "name": job, "controller": True}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": {"nodeName": node},
+            "status": {"phase": "Failed" if exit_code else "Succeeded", "startTime": started,
+                       "containerStatuses": [{"name": "trainer", "state": {"terminated": terminated}}]}}
+
+
+BACKOFF_JOB = batch_job("backoff", [cond("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")])
+# Its failed pods (backoffLimit retries): exit 1 at 01:00 on gpu-001, then exit 3 at 01:50 on gpu-002
+# (the last one: the job's exit code is 3); a pod of another job and a pod of no job at all.
+BACKOFF_PODS = [
+    pod("backoff-a1", "backoff", "gpu-001", exit_code=1, finished="2026-11-23T01:00:00Z"),
+    pod("backoff-b2", "backoff", "gpu-002", exit_code=3, finished="2026-11-23T01:50:00Z",
+        owner_kind=None, labels={"batch.kubernetes.io/job-name": "backoff"}),
+    pod("other-x", "other", "gpu-009", exit_code=0, finished="2026-11-23T01:00:00Z"),
+    {"kind": "Pod", "metadata": {"name": "lonely", "namespace": "ml-research"}, "spec": {"nodeName": "gpu-007"}},
+]
+
+
+def test_backoff_limit_takes_the_last_failed_pods_exit_code_and_the_pods_nodes():
+    jobs, attempts, skipped = parse_kube_jobs(json.dumps({"kind": "List", "items": [BACKOFF_JOB, *BACKOFF_PODS]}), "all.json")
+    assert jobs.select("state", "exit_code", "reason").row(0) == ("failed", 3, "BackoffLimitExceeded")
+    assert attempts.select("state", "exit_code", "nodes").row(0) == ("failed", 3, ["gpu-001", "gpu-002"])
+    assert skipped == 2  # the other job's pod and the pod of no job
+
+
+def test_pods_from_their_own_file_attribute_the_attempt(con, tmp_path):
+    jobs_path, pods_path = tmp_path / "jobs.json", tmp_path / "pods.json"
+    jobs_path.write_text(json.dumps({"kind": "List", "items": [BACKOFF_JOB]}))
+    pods_path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": BACKOFF_PODS[:2]}))
+    ingest_kube_jobs(con, jobs_path, pods=pods_path)
+    assert con.execute("SELECT state, exit_code, nodes FROM job_attempts").fetchall() == [
+        ("failed", 3, ["gpu-001", "gpu-002"])]
+
+
+def test_pytorchjob_pods_go_to_the_attempt_they_ran_in():
+    # attempt 0: 00:02-03:00 (restart), attempt 1: 03:00-06:00. The worker that failed ran on gpu-011
+    # until 02:59; its replacement on gpu-012 from 03:01; the master on gpu-010 all along.
+    owner = {"owner_kind": "PyTorchJob", "namespace": "llm", "labels": {"training.kubeflow.org/job-name": "llama-ft"}}
+    pods = [
+        pod("llama-ft-master-0", "llama-ft", "gpu-010", exit_code=0, started="2026-11-23T00:02:00Z",
+            finished="2026-11-23T06:00:00Z", **owner),
+        pod("llama-ft-worker-0-old", "llama-ft", "gpu-011", exit_code=1, started="2026-11-23T00:02:00Z",
+            finished="2026-11-23T02:59:00Z", **owner),
+        pod("llama-ft-worker-0", "llama-ft", "gpu-012", exit_code=0, started="2026-11-23T03:01:00Z",
+            finished="2026-11-23T06:00:00Z", **owner),
+    ]
+    _jobs, attempts, _ = parse_kube_jobs(json.dumps({"kind": "List", "items": [PYTORCH_JOB, *pods]}), "pj.json")
+    assert attempts.select("attempt", "nodes").rows() == [(0, ["gpu-010", "gpu-011"]), (1, ["gpu-010", "gpu-012"])]
+
+
+def test_without_pods_a_template_pinned_to_a_node_names_it():
+    job = batch_job("pinned", [cond("Complete")], completion="2026-11-23T02:00:00Z")
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-005"}
+    _jobs, attempts, _ = parse_kube_jobs(json.dumps(job), "pinned.json")
+    assert attempts["nodes"].to_list() == [["gpu-005"]]

@@ -30,7 +30,7 @@ def setup(
     )
     if anomalies:
         con.executemany(
-            "INSERT INTO anomalies VALUES (?, 'node', ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, '{}', ?, 0)",
+            "INSERT INTO anomalies VALUES (?, 'node', ?, NULL, NULL, NULL, NULL, ?, ?, ?, ?, ?, '{}', ?, 0, 0)",
             [
                 [
                     f"a{i}",
@@ -124,3 +124,55 @@ def test_policy_never_exceeds_share(con, n_nodes, share, findings):
         open_actions = [a[3] for a in anomalies if a[0] == node and a[5]]
         want = max(open_actions, key=LADDER.index) if open_actions else "none"
         assert row["ladder_step"] == want
+
+
+H = dt.timedelta(hours=1)
+
+
+def history(con, anomalies: list[tuple]) -> list[tuple]:
+    """anomalies: (id, node, gpu, kind, start h, end h or None, severity, action, evidence JSON);
+    data from T to the horizon T + 168 h (one week)."""
+    for statement in statements(load_sql("schema/derived")):
+        con.execute(statement)
+    con.execute("DELETE FROM nodes")
+    con.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 32), "
+                "('n2', 'c1', 'p5.48xlarge', 'H100', 8, 32)")
+    con.execute("CREATE OR REPLACE TABLE data_horizon AS SELECT ?::TIMESTAMPTZ AS data_start_ts, "
+                "?::TIMESTAMPTZ AS horizon_ts", [T, T + 168 * H])
+    con.execute("DELETE FROM anomalies")
+    con.executemany(
+        "INSERT INTO anomalies VALUES (?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, 0, 0)",
+        [[i, "gpu" if gpu is not None else "node", node, gpu, kind, T + s * H,
+          None if e is None else T + e * H, sev, evidence, action]
+         for i, node, gpu, kind, s, e, sev, action, evidence in anomalies],
+    )
+    execute(con, "derived/node_remediation_history", Settings().sql_params())
+    rows = con.execute(
+        "SELECT node, step, (epoch(since) - epoch(?::TIMESTAMPTZ)) / 3600, "
+        "(epoch(until) - epoch(?::TIMESTAMPTZ)) / 3600, severity, why, anomaly_ids "
+        "FROM node_remediation_history ORDER BY node, since", [T, T]).fetchall()
+    return [tuple(r) for r in rows]
+
+
+def test_history_keeps_what_was_recommended_after_the_findings_closed(con):
+    # n1: a warn ECC rate 0-10 h (watch), XID 79 on gpu 7 4-6 h (reboot) overlapping it, an escalated
+    # XID 79 30-40 h (replace). n2: a repeat-offender host 50-60 h (cordon) and a finding still open
+    # from 100 h (watch, until NULL). Every finding is closed at the end of the week except n2's
+    # last, yet each step stays on record with the findings behind it.
+    got = history(con, [
+        ("e1", "n1", 7, "ecc_sbe_rate", 0, 10, "warn", "watch", "{}"),
+        ("x1", "n1", 7, "xid", 4, 6, "critical", "reboot", '{"xid": 79}'),
+        ("x3", "n1", 7, "xid", 30, 40, "critical", "replace",
+         '{"xid": 79, "escalated": "critical hardware XID finding #3 on gpu 7 within 30.0 days"}'),
+        ("r1", "n2", None, "repeat_offender", 50, 60, "warn", "cordon", "{}"),
+        ("w1", "n2", None, "telemetry_gap", 100, None, "warn", "watch", "{}"),
+    ])
+    assert got == [
+        ("n1", "watch", 0.0, 4.0, "warn", "ecc_sbe_rate on gpu 7 (warn) -> watch", ["e1"]),
+        ("n1", "reboot", 4.0, 6.0, "critical", "xid 79 on gpu 7 (critical) -> reboot", ["x1"]),
+        ("n1", "watch", 6.0, 10.0, "warn", "ecc_sbe_rate on gpu 7 (warn) -> watch", ["e1"]),
+        ("n1", "replace", 30.0, 40.0, "critical",
+         "xid 79 on gpu 7 (critical) -> replace: critical hardware XID finding #3 on gpu 7 within 30.0 days", ["x3"]),
+        ("n2", "cordon", 50.0, 60.0, "warn", "repeat_offender (warn) -> cordon", ["r1"]),
+        ("n2", "watch", 100.0, None, "warn", "telemetry_gap (warn) -> watch", ["w1"]),
+    ]

@@ -54,12 +54,20 @@ MARKDOWN_LINES = [
     # stack: capacity 2640 + 1344; productive 178 + 88
     "| capacity | 3,984.0 | 100.00 % |",
     "| productive | 266.0 | 6.68 % |",
-    # j2 a0: 16 GPUs x 4 h, XID 79 on n2 two minutes before the end; 1 of 7 failed attempts
-    "| hardware | XID 79 | 1 | 1 | 64.0 | 14.29 % | 57.14 % |",
-    # j3: three 1-h 8-GPU attempts, exit 1
-    "| software | failed (exit 1) | 3 | 1 | 24.0 | 42.86 % | 42.86 % |",
+    # Fleet failures only (j4 cancelled, j5 preempted and timed out are shown apart): 4 attempts.
+    # j3: three 1-h 8-GPU attempts, exit 1: 3 of 4
+    "| software | failed (exit 1) | 3 | 1 | 24.0 | 75.00 % | 75.00 % |",
+    # j2 a0: 16 GPUs x 4 h, XID 79 on n2 two minutes before the end; 1 of 4
+    "| hardware | XID 79 | 1 | 1 | 64.0 | 25.00 % | 100.00 % |",
+    # not fleet failures: j4 cancelled 4 h x 1 GPU; j5 preempted / timed out 2 h x 8 GPUs each
+    "| user | cancelled | 1 | 1 | 4.0 |",
+    "| infrastructure | preempted | 1 | 1 | 16.0 |",
     # n2: (2 unknown + 4 unavailable) h x 8 GPUs; availability 162/168
     "| n2 | c1 | NVIDIA H100 80GB HBM3 | 48.0 | 32.0 | 16.0 | 96.43 % | 1 | 79 |",
+    # the finding that ended j2 a0: its goodput lost next to its impact (W47's throttling is not listed)
+    "| n2 | c1 | 3 | xid 79 | critical | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | 64.0 | 0.5 |",
+    # what the ladder recommended this week, though the finding closed before the week's end
+    "| n2 | c1 | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | critical | xid 79 on gpu 3 (critical) -> reboot |",
 ]
 
 
@@ -92,7 +100,8 @@ def test_json_carries_raw_values(report):
     assert stack["allocated"] == sum(stack[k] for k in ("init", "checkpoint", "wasted", "other", "productive"))
     assert [n["node"] for n in payload["top_nodes"]] == ["n2", "n1", "n3"]
     assert [n["down_gpu_h"] for n in payload["top_nodes"]] == [48.0, 32.0, 24.0]
-    assert sum(f["attempts"] for f in payload["failures"]) == 7
+    assert sum(f["attempts"] for f in payload["failures"]) == 4
+    assert sum(f["attempts"] for f in payload["not_failures"]) == 3
 
 
 def test_html_is_self_contained_and_has_the_numbers(report):
@@ -111,8 +120,9 @@ def test_cluster_scope(fixture_db):
     c2 = build_report(con, W48, cluster="c2")
     con.close()
     assert c2.top_nodes["node"].to_list() == ["n3"]
-    # c2's failed attempts: j3 x3 software, j5 preempted and timeout
-    assert sorted(c2.failures["cause"].to_list()) == ["failed (exit 1)", "preempted", "timeout"]
+    # c2's fleet failures: j3 x3 software; j5 preempted and timed out: shown apart
+    assert c2.failures["cause"].to_list() == ["failed (exit 1)"]
+    assert sorted(c2.not_failures["cause"].to_list()) == ["preempted", "timeout"]
     goodput = c2.summary.filter(c2.summary["metric"] == "goodput")["value"][0]
     assert goodput == pytest.approx(88 / 152)
 
@@ -175,3 +185,11 @@ def test_every_option_is_documented(command):
     assert options
     for option in options:
         assert f"{option} " in docs, f"`gpufleet {command} {option}` is not in README.md"
+
+
+def test_a_past_week_shows_what_was_recommended_then(fixture_db):
+    con = connect(fixture_db, read_only=True)
+    w47 = build_report(con, parse_week("2026-W47"))
+    con.close()
+    assert w47.remediation.select("node", "step").rows() == [("n3", "cordon")]
+    assert w47.findings.select("node", "kind", "impact_gpu_h").rows() == [("n3", "throttling", 12.0)]

@@ -96,11 +96,14 @@ def test_report_numbers_are_the_views_numbers(con):
         "JOIN nodes n USING (node) WHERE day >= '2026-11-23' AND day < '2026-11-30'"
     ).fetchall()[0][0]
     assert sum(n["down_gpu_h"] for n in payload["top_nodes"]) == pytest.approx(lost)
-    failed = con.sql(
-        "SELECT count(*) FROM attempt_outcomes WHERE failure_class IS NOT NULL "
-        "AND end_ts >= '2026-11-23' AND end_ts < '2026-11-30'"
-    ).fetchall()[0][0]
+    # the Pareto counts fleet failures; user and policy attempts are listed apart, and together
+    # they are every attempt that ended without succeeding
+    failed, ended_badly = con.sql(
+        "SELECT count(*) FILTER (WHERE fleet_failure), count(*) FROM attempt_outcomes "
+        "WHERE failure_class IS NOT NULL AND end_ts >= '2026-11-23' AND end_ts < '2026-11-30'"
+    ).fetchall()[0]
     assert sum(f["attempts"] for f in payload["failures"]) == failed
+    assert failed + sum(f["attempts"] for f in payload["not_failures"]) == ended_badly
 
 
 @pytest.mark.parametrize("table", ["job_goodput", "rank_slowdown", "goodput_segments", "goodput_stack"])

@@ -107,11 +107,11 @@ CASES = [
     ("2026-W48", "c1", "hardware_failures", 1),  # j2 a0
     ("2026-W48", "c1", "user_failures", 1),  # j4 cancelled
     ("2026-W48", "c2", "software_failures", 3),  # j3 a0..a2
-    ("2026-W48", "c2", "infrastructure_failures", 1),  # j5 a0 preempted
+    ("2026-W48", "c2", "infrastructure_failures", 0),  # j5 a0 preempted: policy, never a fleet failure
     ("2026-W48", "c2", "user_failures", 1),  # j5 a1 timeout
     ("2026-W48", "*", "hardware_failures", 1),
     ("2026-W48", "*", "software_failures", 3),
-    ("2026-W48", "*", "infrastructure_failures", 1),
+    ("2026-W48", "*", "infrastructure_failures", 0),
     ("2026-W48", "*", "user_failures", 2),
     ("2026-W47", "*", "hardware_failures", 1),  # j0 a0
     ("2026-W47", "c2", "hardware_failures", 0),

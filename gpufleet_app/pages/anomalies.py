@@ -47,7 +47,8 @@ else:
     )
     event = ui.table(
         linked.select("severity", "kind", "entity_type", "node", "gpu", "job_id", "rank", "start_ts",
-                      "end_ts", "is_open", "score", "action", "impact_gpu_h", "evidence", "link"),
+                      "end_ts", "is_open", "score", "action", "goodput_lost_gpu_h", "impact_gpu_h", "evidence",
+                      "link"),
                 on_select="rerun",
         selection_mode="single-row",
         key="anomaly_table",
@@ -55,7 +56,11 @@ else:
             "start_ts": st.column_config.DatetimeColumn("start (UTC)", format="YYYY-MM-DD HH:mm"),
             "end_ts": st.column_config.DatetimeColumn("end (UTC)", format="YYYY-MM-DD HH:mm"),
             "is_open": st.column_config.CheckboxColumn("open"),
-            "impact_gpu_h": st.column_config.NumberColumn("impact GPU-h", format="%.1f"),
+            "impact_gpu_h": st.column_config.NumberColumn(
+                "impact GPU-h", format="%.1f", help="GPU-hours of jobs on the entity while it was open."),
+            "goodput_lost_gpu_h": st.column_config.NumberColumn(
+                "goodput lost GPU-h", format="%.1f",
+                help="Goodput lost by the job attempts the finding ended: wasted progress + recovery."),
             "link": st.column_config.LinkColumn("open", display_text="open ↗"),
         },
     )

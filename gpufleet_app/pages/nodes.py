@@ -135,7 +135,15 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         left.success("No anomalies this week.")
     else:
         ui.table(container=left, frame=anomalies.select("severity", "kind", "gpu", "start_ts", "end_ts", "action",
-                                        "impact_gpu_h", "evidence"))
+                                        "goodput_lost_gpu_h", "impact_gpu_h", "evidence"))
+    if ui.has_table("node_remediation_history"):
+        left.subheader("Remediation history")
+        ladder = data.query("node_remediation_history", node=node, week_end=params["week_end"])
+        if ladder.is_empty():
+            left.success("Nothing was ever recommended for this node.")
+        else:
+            left.caption("What the ladder recommended and since when (until empty: still in force).")
+            ui.table(container=left, frame=ladder.select("step", "since", "until", "severity", "why"))
     right.subheader("XID and GPU events")
     events = data.query("node_events", **params)
     if events.is_empty():

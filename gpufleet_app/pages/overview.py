@@ -63,9 +63,16 @@ else:
     )
 pareto = data.query("failure_pareto", **params)
 if pareto.is_empty():
-    right.success("No failed attempts ended this week.")
+    right.success("No fleet failure ended this week.")
 else:
     right.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
+apart = data.query("not_failures", **params)
+if not apart.is_empty():
+    right.caption(
+        "Not fleet failures (user, scheduler policy): "
+        + ", ".join(f"{r['cause']} {r['attempts']}" for r in apart.iter_rows(named=True))
+        + " attempts."
+    )
 
 # Top offending nodes and open anomalies
 left, right = st.columns([3, 2])

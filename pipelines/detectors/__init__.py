@@ -144,3 +144,17 @@ def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
     # The kinds and their class, for SQL readers (job failure classes read `hardware` ones).
     kinds = load_sql("detect/anomaly_kinds").strip().rstrip(";")
     con.execute(f"CREATE OR REPLACE TABLE anomaly_kinds AS {kinds}", bind(kinds, params))
+
+
+FOLLOW_UPS: tuple[str, ...] = ("persist", "escalate", "impact")
+"""`queries/detect/<name>.sql` updates of `anomalies` that need node states and job outcomes, in order:
+a hardware finding held open while its node stays unavailable, escalation over past findings,
+then the impact over the final open times."""
+
+
+def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """Hold, escalate and weigh the findings (the `gpufleet compute` step after job outcomes)."""
+    params = detection_params(con, settings)
+    for name in FOLLOW_UPS:
+        sql = load_sql(f"detect/{name}").strip().rstrip(";")
+        con.execute(sql, bind(sql, params))

@@ -1,8 +1,9 @@
 -- Anomalies that overlap [$week_start, $week_end) (all time when $all_time), filtered
 -- by $cluster, $severity, $kind, $node, $job ('*' = any) and $status:
 -- 'open' = still open at the window's end (end_ts NULL or later), 'closed' =
--- ended inside it, '*' = both. Most severe, then newest first. impact_gpu_h =
--- GPU-hours of jobs on the entity while it was open.
+-- ended inside it, '*' = both. Most severe first, then the most goodput lost, then newest.
+-- impact_gpu_h = GPU-hours of jobs on the entity while it was open; goodput_lost_gpu_h = goodput
+-- lost by the attempts the finding ended (wasted progress + recovery, GPU-hours).
 SELECT
     a.anomaly_id,
     a.severity,
@@ -19,6 +20,7 @@ SELECT
     a.score,
     a.action,
     a.impact_gpu_h,
+    a.goodput_lost_gpu_h,
     a.evidence
 FROM anomalies a
 LEFT JOIN nodes n USING (node)
@@ -33,5 +35,7 @@ WHERE ($all_time OR (a.start_ts < $week_end AND (a.end_ts IS NULL OR a.end_ts > 
        OR ($status = 'closed' AND a.end_ts IS NOT NULL AND a.end_ts <= $week_end))
 ORDER BY
     CASE a.severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 WHEN 'info' THEN 2 ELSE 3 END,
+    a.goodput_lost_gpu_h DESC NULLS LAST,
+    a.impact_gpu_h DESC NULLS LAST,
     a.start_ts DESC,
     a.anomaly_id

@@ -1,29 +1,16 @@
--- Failed attempts that ended in [$week_start, $week_end) for $cluster ('*' = all),
--- by failure class and cause, most frequent first: attempts (count) and the
--- GPU-hours they held (num_gpus x attempt length / 3600). cause = the XID (code and
--- name) when the hardware signal names one, else the node state it saw (unavailable /
--- unknown), else node_fail; without a hardware signal, the attempt's state and exit code.
--- cum_share = running share of all failed attempts (0-1), for the Pareto line.
-WITH attempt_cluster AS (
-    -- the cluster most of the attempt's nodes are in, as in the weekly summary
-    SELECT a.job_id, a.attempt, c.cluster, a.exit_code
-    FROM job_attempts a
-    LEFT JOIN attempt_clusters c USING (job_id, attempt)
-),
-failed AS (
-    SELECT
-        o.failure_class,
-        coalesce(
-            nullif(regexp_extract(o.hardware_signal, 'XID [0-9]+ \([A-Za-z0-9_]+\)'), ''),
-            nullif(regexp_extract(o.hardware_signal, '^[^ ;]+ (unavailable|unknown)', 1), ''),
-            CASE WHEN o.state = 'node_fail' THEN 'node_fail' END,
-            nullif(o.hardware_signal, ''),
-            o.state || coalesce(' (exit ' || CAST(ac.exit_code AS VARCHAR) || ')', '')
-        ) AS cause,
+-- The fleet's failed attempts that ended in [$week_start, $week_end) for $cluster ('*' = all),
+-- by failure class and cause, most frequent first: attempts (count) and the GPU-hours they held
+-- (num_gpus x attempt length / 3600). Fleet failures only (attempt_outcomes.fleet_failure): user
+-- (cancelled, timeout, oom) and scheduler policy (preempted, evicted) are never fleet failures, see
+-- queries/app/not_failures.sql. cause = attempt_outcomes.cause, the one rule the weekly report's
+-- Pareto (queries/report/failures.sql) reads too.
+-- cum_share = running share of all fleet-failure attempts (0-1), for the Pareto line.
+WITH failed AS (
+    SELECT o.failure_class, o.cause,
         o.num_gpus * epoch(o.end_ts - o.start_ts) / 3600 AS gpu_h
     FROM attempt_outcomes o
-    LEFT JOIN attempt_cluster ac USING (job_id, attempt)
-    WHERE o.failure_class IS NOT NULL
+    LEFT JOIN attempt_clusters ac USING (job_id, attempt)
+    WHERE o.fleet_failure
       AND o.end_ts >= $week_start AND o.end_ts < $week_end
       AND ($cluster = '*' OR ac.cluster = $cluster)
 ),

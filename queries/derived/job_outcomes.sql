@@ -7,26 +7,27 @@
 --   failure_class            the final (highest-numbered) attempt's class (attempt_outcomes), never an
 --                            earlier attempt's; 'unknown' when the final attempt has none (e.g. it has
 --                            no end although the job ended); NULL if the job succeeded or is running
---   crash_loop               at least $crash_loop_min_failures attempts failed with class software:
+--   crash_loop               at least $crash_loop_min_failures fleet-failure attempts of class software:
 --                            retrying will not help
 --   attempts                 attempts that started
 --   gpu_hours                sum over attempts of num_gpus x attempt length, in GPU-hours
 --                            (recovery gaps between attempts excluded: the GPUs were released)
 --   first_attempt_succeeded  the job succeeded on its first attempt
---   implicated_nodes         nodes with a hardware signal at the end of any attempt that did not succeed
+--   implicated_nodes         nodes with hardware evidence at the end of any attempt that is a fleet
+--                            failure (attempt_outcomes.fleet_failure: never a cancelled or preempted one)
 -- Success rate over a window = count(succeeded) / count(eligible) among jobs with end_ts in it;
 -- GPU-hour weighted: sum(gpu_hours) FILTER (succeeded) / sum(gpu_hours) FILTER (eligible).
 CREATE OR REPLACE TABLE job_outcomes AS
 WITH per_job AS (
     SELECT job_id,
         count(*) FILTER (WHERE start_ts IS NOT NULL) AS attempts,
-        count(*) FILTER (WHERE failure_class = 'software') AS software_failures,
+        count(*) FILTER (WHERE fleet_failure AND failure_class = 'software') AS software_failures,
         -- arg_max_null: the final attempt's class even when it is NULL (arg_max would skip it and
         -- return an earlier attempt's class)
         arg_max_null(failure_class, attempt) AS final_failure_class,
         arg_min(state, attempt) AS first_state,
         sum(allocated_gpu_s) / 3600 AS gpu_hours,
-        list_sort(list_distinct(flatten(list(implicated_nodes) FILTER (WHERE state <> 'succeeded')))) AS implicated_nodes
+        list_sort(list_distinct(flatten(list(implicated_nodes) FILTER (WHERE fleet_failure)))) AS implicated_nodes
     FROM attempt_outcomes
     GROUP BY job_id
 )

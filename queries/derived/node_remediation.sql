@@ -1,6 +1,8 @@
 -- Remediation summary per node: the highest step of the ladder
 -- (watch < cordon < drain < reset_gpu < reboot < replace) that its open anomalies call for
--- (open = end_ts NULL, i.e. still holding at the data horizon), and a policy check per cluster:
+-- (open = end_ts NULL, i.e. still holding at the data horizon; actions already escalated and hardware
+-- findings held open while their node stays unavailable, queries/detect/escalate.sql and persist.sql;
+-- what was recommended earlier is in node_remediation_history), and a policy check per cluster:
 -- never take more than `$det_max_out_share` of a cluster's nodes out of service at once.
 -- Steps from `cordon` up take the node out (no new work); they are granted in priority order
 -- (higher step first, then critical before warn, then the larger score) up to

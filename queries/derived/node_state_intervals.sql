@@ -2,7 +2,8 @@
 -- (SPEC "Metric definitions", docs/metrics.md "Node state and availability").
 --
 -- One row per maximal half-open interval [start_ts, end_ts) with one state and one reason:
---   state  : maintenance / unknown / unavailable / degraded / available (first match wins, in that order)
+--   state  : maintenance / unavailable / unknown / degraded / available (first match wins, in that order:
+--            a known-bad signal outranks missing data)
 --   reason : why (several reasons of the winning state are joined with '; '); NULL when available.
 -- Per node the intervals do not overlap, adjacent intervals never share state and reason,
 -- and together they cover the lifetime exactly.
@@ -292,13 +293,17 @@ segment_states AS (
         SELECT *,
             CASE
                 WHEN maintenance_why IS NOT NULL THEN ['maintenance', maintenance_why]
+                -- A known-bad signal outranks missing data: a GPU that fell off the bus also stops
+                -- reporting, and that time belongs to the failure (the bad condition, the cordon).
+                WHEN unavailable_why IS NOT NULL
+                    THEN ['unavailable', concat_ws('; ', unavailable_why, CASE WHEN dcgm_present THEN missing_gpu_why END)]
                 WHEN unknown_why IS NOT NULL OR (missing_gpu_why IS NOT NULL AND $require_gpu_telemetry)
                     THEN ['unknown', concat_ws('; ', unknown_why, CASE WHEN $require_gpu_telemetry THEN missing_gpu_why END)]
                 -- nothing required is missing (no condition ever seen, GPU telemetry optional), yet
                 -- nothing reports at all: still unknown, never available
                 WHEN silent THEN ['unknown', 'no samples from the node']
-                WHEN unavailable_why IS NOT NULL OR (dcgm_present AND missing_gpu_why IS NOT NULL)
-                    THEN ['unavailable', concat_ws('; ', unavailable_why, CASE WHEN dcgm_present THEN missing_gpu_why END)]
+                -- GPU telemetry optional: fewer GPUs reporting than expected (while some do) is unavailable
+                WHEN dcgm_present AND missing_gpu_why IS NOT NULL THEN ['unavailable', missing_gpu_why]
                 WHEN degraded_why IS NOT NULL THEN ['degraded', degraded_why]
                 ELSE ['available', NULL]
             END AS state_reason

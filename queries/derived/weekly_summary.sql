@@ -23,7 +23,11 @@
 --                                attempts that ended in the week as failed, node_fail, timeout, oom or
 --                                preempted, over the GPU-days job attempts held in the week
 --                                (goodput_stack.allocated_gpu_h / 24).
---   *_failures                   attempts that ended in the week with that failure class.
+--   *_failures                   attempts that ended in the week with that failure class: hardware,
+--                                infrastructure, software, unknown count fleet failures only
+--                                (attempt_outcomes.fleet_failure: states failed / node_fail, never
+--                                preempted or evicted); user_failures counts class user (cancelled,
+--                                timeout, oom), shown apart.
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
 -- cluster most of its nodes belong to), as in goodput_stack. Work that ran on no known node has no
 -- cluster row of its own but counts in the '*' row, which sums every job, attempt and stack row.
@@ -116,7 +120,7 @@ job_rates AS (
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
 ended_attempts AS (
-    SELECT strftime(a.end_ts, '%G-W%V') AS week, ac.cluster, a.state, a.failure_class
+    SELECT strftime(a.end_ts, '%G-W%V') AS week, ac.cluster, a.state, a.failure_class, a.fleet_failure
     FROM attempt_outcomes a
     LEFT JOIN attempt_cluster ac USING (job_id, attempt)
     WHERE a.end_ts IS NOT NULL
@@ -127,11 +131,13 @@ attempt_counts AS (
            grouping(cluster) AS all_clusters,
            count(*) FILTER (WHERE state IN ('failed', 'node_fail', 'timeout', 'oom', 'preempted'))
                AS interruptions,
-           count(*) FILTER (WHERE failure_class = 'hardware') AS hardware_failures,
-           count(*) FILTER (WHERE failure_class = 'software') AS software_failures,
-           count(*) FILTER (WHERE failure_class = 'infrastructure') AS infrastructure_failures,
+           -- fleet failures only (attempt_outcomes.fleet_failure): user and policy
+           -- (preempted / evicted) attempts are never failures of the fleet
+           count(*) FILTER (WHERE fleet_failure AND failure_class = 'hardware') AS hardware_failures,
+           count(*) FILTER (WHERE fleet_failure AND failure_class = 'software') AS software_failures,
+           count(*) FILTER (WHERE fleet_failure AND failure_class = 'infrastructure') AS infrastructure_failures,
            count(*) FILTER (WHERE failure_class = 'user') AS user_failures,
-           count(*) FILTER (WHERE failure_class = 'unknown') AS unknown_failures
+           count(*) FILTER (WHERE fleet_failure AND failure_class = 'unknown') AS unknown_failures
     FROM ended_attempts
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),

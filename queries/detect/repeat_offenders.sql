@@ -24,7 +24,7 @@ SELECT 'node' AS entity_type, node, NULL::SMALLINT AS gpu, NULL::VARCHAR AS uuid
        any_value(jobs)::DOUBLE AS score,
        'warn' AS severity,
        json_object('week', strftime(week, '%G-W%V'), 'jobs', list(job_id ORDER BY start_ts))::VARCHAR AS evidence,
-       'cordon' AS action
+       $det_repeat_offender_action AS action
 FROM numbered
 WHERE jobs >= $repeat_offender_jobs
 GROUP BY node, week

@@ -24,7 +24,7 @@ lost AS (
 failed AS (
     SELECT u.node, count(*) AS failed_attempts
     FROM attempt_outcomes a CROSS JOIN unnest(a.implicated_nodes) AS u(node), week w
-    WHERE a.end_ts >= w.start_ts AND a.end_ts < w.end_ts AND a.failure_class IS NOT NULL
+    WHERE a.end_ts >= w.start_ts AND a.end_ts < w.end_ts AND a.fleet_failure
     GROUP BY ALL
 ),
 xids AS (

@@ -17,5 +17,9 @@ CREATE TABLE IF NOT EXISTS anomalies (
     severity     VARCHAR NOT NULL,     -- info / warn / critical
     evidence     VARCHAR,              -- JSON: the values that triggered it
     action       VARCHAR,              -- watch / cordon / drain / reset_gpu / reboot / replace
-    impact_gpu_h DOUBLE
+    impact_gpu_h DOUBLE,               -- GPU-hours of jobs on the entity while open
+    goodput_lost_gpu_h DOUBLE          -- goodput lost by the attempts the finding ended (wasted + recovery)
 );
+
+-- Databases computed before goodput_lost_gpu_h existed.
+ALTER TABLE anomalies ADD COLUMN IF NOT EXISTS goodput_lost_gpu_h DOUBLE;
