@@ -63,7 +63,15 @@ def main_options(
 
 def _print_loads(results) -> None:
     for r in results:
-        out.print(f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new")
+        line = (f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new  "
+                f"{r.rows_updated:>10,} updated  {r.rows_unchanged:>12,} unchanged")
+        if r.repeats_skipped:
+            line += f"  ({r.repeats_skipped:,} repeated records skipped)"
+        if r.clipped:
+            line += f"  ({r.clipped:,} compute_s clipped to step_s)"
+        out.print(line, highlight=False, soft_wrap=True)
+    if results and not any(r.rows_changed for r in results):
+        out.print("Nothing new: the data version is unchanged.", highlight=False)
 
 
 @ingest_app.command("files")
