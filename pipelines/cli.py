@@ -91,7 +91,7 @@ def ingest_files_cmd(
 
 def _print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
-        console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
 @ingest_app.command("prometheus")
@@ -356,6 +356,17 @@ def demo(
 
 # ---- weekly review: report and export ------------------------------------------------------
 
+def _warn_if_stale(con) -> None:
+    from pipelines.compute import stale_data
+
+    stale = stale_data(con)
+    if stale is not None:
+        _print_warnings([
+            f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
+            f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`."
+        ])
+
+
 @app.command()
 def report(
     ctx: typer.Context,
@@ -379,6 +390,7 @@ def report(
     con = open_read_only(ctx.obj.db)
     try:
         text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+        _warn_if_stale(con)
     finally:
         con.close()
     if out_file is None and fmt == "html":
@@ -399,6 +411,12 @@ def export(
     tables: Annotated[
         str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
     ] = None,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Publish the week even when the database has nothing for it.")
+    ] = False,
+    stale_ok: Annotated[
+        bool, typer.Option("--stale-ok", help="Export even when raw data changed since the last compute.")
+    ] = False,
 ) -> None:
     """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
     from pipelines.export import export_week
@@ -410,7 +428,7 @@ def export(
     con = open_read_only(ctx.obj.db)
     try:
         with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
-            results = export_week(con, iso_week, out_dir, fmt, names)
+            results = export_week(con, iso_week, out_dir, fmt, names, allow_empty=allow_empty, stale_ok=stale_ok)
     finally:
         con.close()
     for r in results:
@@ -422,9 +440,10 @@ def main() -> None:
     try:
         app()
     except GpufleetError as e:
-        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False)
+        # soft_wrap: one line per message however long the path in it, so logs and greps see it whole.
+        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)
         if e.hint:
-            console.print(e.hint, highlight=False, markup=False)
+            console.print(e.hint, highlight=False, markup=False, soft_wrap=True)
         sys.exit(e.exit_code)
 
 
