@@ -136,13 +136,16 @@ def ingest_prometheus_cmd(
 def ingest_sacct_cmd(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Output of `TZ=UTC sacct --parsable2 --duplicates --format=...` (docs/sources.md).")],
+    delimiter: Annotated[
+        str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
+    ] = "|",
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import ingest_sacct
     from pipelines.store import open_store
 
     con = open_store(ctx.obj.db)
-    results, parsed = ingest_sacct(con, file)
+    results, parsed = ingest_sacct(con, file, delimiter)
     _print_warnings(parsed.warnings)
     _print_loads(results)
 
