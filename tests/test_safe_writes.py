@@ -248,14 +248,14 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
         assert (data / f"{name}.parquet").is_file() and not (data / f"{name}.parquet").is_symlink()
 
 
-def test_demo_refuses_a_data_folder_that_holds_other_files(tmp_path):
-    data = tmp_path / "home"
-    data.mkdir()
-    (data / "thesis.tex").write_text(VICTIM_TEXT)
-    result = run_cli("--db", str(tmp_path / "fleet.duckdb"), "demo", "--no-app", "--nodes", "2", "--days", "1",
+@pytest.mark.parametrize("where", ["/", "file"])
+def test_demo_refuses_the_root_or_a_file_as_its_data_folder(tmp_path, where):
+    data = Path("/") if where == "/" else victim(tmp_path, "notes.txt")
+    result = run_cli("--db", str(tmp_path / "fleet.duckdb"), "demo", "--no-app", "--nodes", "1", "--days", "1",
                      "--data", str(data), cwd=tmp_path)
-    assert "holds other files" in one_line_error(result)
-    assert sorted(p.name for p in data.iterdir()) == ["thesis.tex"]
+    assert ("is the root folder" if where == "/" else "is a file, not a folder") in one_line_error(result)
+    if where == "file":
+        assert data.read_text() == VICTIM_TEXT
 
 
 def test_export_week_keeps_a_link_planted_at_a_stale_partition(fixture_db, tmp_path):

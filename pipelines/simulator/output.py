@@ -465,23 +465,11 @@ def _write_stream(path: Path, table: str, chunks: Iterator[pa.Table]) -> int:
 
 
 def check_output_folder(out_dir: Path) -> None:
-    """Refuse `/`, a file, and a folder holding anything but an earlier simulation's files."""
+    """Refuse `/` and an existing file as the folder to write into."""
     if out_dir.resolve() == Path("/"):
         raise GpufleetError(f"`{out_dir}` is the root folder.", "Pass a folder of its own, e.g. demo-data.")
     if out_dir.exists() and not out_dir.is_dir():
         raise GpufleetError(f"`{out_dir}` is a file, not a folder.", "Pass a new or empty folder.")
-    if not out_dir.is_dir():
-        return
-    ours = {f"{name}.parquet" for name in OUTPUT_TABLES}
-    foreign = sorted(
-        entry.name for entry in os.scandir(out_dir)
-        if entry.name not in ours and not entry.name.startswith(".simulate-")
-    )
-    if foreign:
-        raise GpufleetError(
-            f"`{out_dir}` holds other files (`{foreign[0]}`), not only simulated landing files.",
-            "Pass a new or empty folder, or one an earlier simulation wrote.",
-        )
 
 
 def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int]:
