@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -289,6 +290,56 @@ def evaluate(
     typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
 
 
+class _Stopped(Exception):
+    """SIGINT, SIGTERM or SIGHUP reached the process serving the dashboard."""
+
+
+def _die_with_parent() -> None:
+    """In the server's process (Linux): get SIGTERM if gpufleet itself dies, even by SIGKILL."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_server(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the Streamlit server until it exits or gpufleet is stopped; never leave it running.
+
+    Ctrl+C, SIGTERM (`kill`, systemd, Kubernetes) and SIGHUP stop the server first (SIGTERM,
+    then SIGKILL after 10 s), then gpufleet exits.
+    """
+
+    def stop(signum: int, _frame: object) -> None:
+        raise _Stopped(signum)
+
+    # SIGINT too: polars installs its own native SIGINT handler at import, which swallows Ctrl+C
+    # here. A signal ignored from the start (nohup, a background job) stays ignored.
+    previous = {
+        sig: signal.signal(sig, stop)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    server = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        return 130
+    except _Stopped as stopped:
+        return 128 + int(stopped.args[0])
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
     # Located, not imported: pipelines/ never imports the app (or Streamlit).
@@ -303,7 +354,7 @@ def _serve(db: Path, port: int, headless: bool) -> None:
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(_run_server(cmd, env))
 
 
 @app.command(name="app")
