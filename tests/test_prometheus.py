@@ -215,6 +215,8 @@ def test_hostname_label_of_newer_exporters_and_downsampling(con, tmp_path, fleet
         assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
         # Push-down: one point per 10 min per series, the server's max for counters.
         report = ingest_prometheus(con, srv.url, T0, END, settings, downsample_s=600)
+    # `max_over_time` drops `__name__`: the samples still land under the field that was queried.
+    assert con.execute("SELECT count(*) FROM gpu_samples WHERE metric = ''").fetchall()[0][0] == 0
     downsampled = next(q for q in report.queries if q.key == "gpu:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
     # 16 series x 12 steps in [00:00, 02:00); the gap GPU has a value in every step too.
     assert downsampled.samples == 16 * 12

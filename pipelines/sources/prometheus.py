@@ -734,7 +734,7 @@ class _Ingest:
         if not chunk.labels:
             return
         if q.kind == "gpu":
-            self.land_gpu(chunk)
+            self.land_gpu(chunk, q.key.removeprefix("gpu:"))
             return
         series = list(chunk.series())
         if q.kind in ("xid_count", "xid_last"):
@@ -746,7 +746,8 @@ class _Ingest:
         else:
             self.land_node_metric(q, series)
 
-    def land_gpu(self, chunk: Chunk) -> None:
+    def land_gpu(self, chunk: Chunk, queried: str) -> None:
+        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it)."""
         idents = [self.gpu_identity(labels) for labels in chunk.labels]
         named = np.array([i is not None for i in idents], dtype=bool)
         ids = chunk.series_ids()
@@ -757,7 +758,7 @@ class _Ingest:
                 "node": [i[0] if i else None for i in idents],
                 "gpu": [i[1] if i else None for i in idents],
                 "uuid": [i[2] if i else None for i in idents],
-                "metric": [labels.get("__name__", "") for labels in chunk.labels],
+                "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
             schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
         )
@@ -766,7 +767,7 @@ class _Ingest:
         ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
         gathered = per_series[ids]  # one row per sample, in sample order
         frame = pl.concat([frame, gathered], how="horizontal").select("ts", "node", "gpu", "uuid", "metric", "value")
-        keys = [(i[0], i[1], lab.get("__name__")) for i, lab in zip(idents, chunk.labels, strict=True) if i]
+        keys = [(i[0], i[1], lab.get("__name__") or queried) for i, lab in zip(idents, chunk.labels, strict=True) if i]
         if len(set(keys)) < len(keys):
             # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
             frame = frame.unique(subset=["ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
