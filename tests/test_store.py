@@ -494,3 +494,33 @@ def test_the_repeat_check_finds_a_repeat_when_it_splits_a_big_batch(con, tmp_pat
     write(tmp_path / "in", "node_conditions.csv", _csv_records("ts,node,condition,status", *lines, lines[0]))
     (result,) = ingest_files(con, tmp_path / "in")
     assert (result.rows_in, result.rows_new, result.repeats_skipped) == (5, 4, 1)
+
+
+def test_ingest_prints_new_updated_unchanged_and_repeats(tmp_path):
+    import os
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+
+    def ingest(folder: Path) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "pipelines", "--db", str(tmp_path / "fleet.duckdb"), "ingest", "files", str(folder)],
+            capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(root)},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    write(tmp_path / "a", "jobs.csv", JOBS_HEADER
+          + "j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,,8,running\n"
+          + "j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,,8,running\n")
+    first = ingest(tmp_path / "a")
+    # 2 read, 1 new, the exact repeat skipped.
+    assert re.search(r"jobs\s+2 rows read\s+1 new\s+0 updated\s+0 unchanged\s+\(1 repeated records skipped\)", first)
+    write(tmp_path / "b", "jobs.csv", JOBS_HEADER
+          + "j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T05:00:00Z,8,succeeded\n")
+    assert re.search(r"jobs\s+1 rows read\s+0 new\s+1 updated\s+0 unchanged", ingest(tmp_path / "b"))
+    again = ingest(tmp_path / "b")
+    assert re.search(r"jobs\s+1 rows read\s+0 new\s+0 updated\s+1 unchanged", again)
+    assert "Nothing new: the data version is unchanged." in again
