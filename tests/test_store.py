@@ -6,6 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.errors import InputError
@@ -524,3 +526,40 @@ def test_ingest_prints_new_updated_unchanged_and_repeats(tmp_path):
     again = ingest(tmp_path / "b")
     assert re.search(r"jobs\s+1 rows read\s+0 new\s+0 updated\s+1 unchanged", again)
     assert "Nothing new: the data version is unchanged." in again
+
+
+# Property: whatever records a batch holds and however often each repeats (in any order), the store
+# holds each distinct record once, the repeats are counted, and loading the batch again changes
+# nothing and keeps the data version.
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3)), min_size=1, max_size=12, unique=True),
+    copies=st.lists(st.integers(1, 3), min_size=12, max_size=12),
+    order=st.randoms(use_true_random=False),
+)
+def test_repeats_load_once_and_a_second_load_changes_nothing(tmp_path_factory, records, copies, order):
+    from datetime import UTC, datetime, timedelta
+
+    import polars as pl
+
+    from pipelines.store import TableInput, data_version, load_batch, open_store
+
+    con = open_store(tmp_path_factory.mktemp("db") / "fleet.duckdb")
+    rows = [(minute, gpu) for (minute, gpu), n in zip(records, copies, strict=False) for _ in range(n)]
+    order.shuffle(rows)
+    t0 = datetime(2026, 11, 23, tzinfo=UTC)
+    frame = pl.DataFrame({
+        "ts": [t0 + timedelta(minutes=m) for m, _ in rows],
+        "node": ["n1"] * len(rows),
+        "gpu": pl.Series([g for _, g in rows], dtype=pl.Int16),
+        "metric": ["DCGM_FI_DEV_GPU_UTIL"] * len(rows),
+        "value": [float(m * 10 + g) for m, g in rows],  # one value per key: repeats are exact
+    }).with_row_index("__row", offset=1)
+    (first,) = load_batch(con, [TableInput("gpu_samples", frame, "batch")], "test")
+    assert (first.rows_in, first.rows_new, first.repeats_skipped) == (len(rows), len(records), len(rows) - len(records))
+    assert con.execute("SELECT count(*) FROM gpu_samples").fetchall()[0][0] == len(records)
+    version = data_version(con)
+    (second,) = load_batch(con, [TableInput("gpu_samples", frame, "batch")], "test")
+    assert (second.rows_new, second.rows_unchanged) == (0, len(records))
+    assert data_version(con) == version
+    con.close()
