@@ -294,16 +294,6 @@ class _Stopped(Exception):
     """SIGINT, SIGTERM or SIGHUP reached the process serving the dashboard."""
 
 
-def _die_with_parent() -> None:
-    """In the server's process (Linux): get SIGTERM if gpufleet itself dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _run_server(cmd: list[str], env: dict[str, str]) -> int:
     """Run the Streamlit server until it exits or gpufleet is stopped; never leave it running.
 
@@ -321,7 +311,7 @@ def _run_server(cmd: list[str], env: dict[str, str]) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         if signal.getsignal(sig) is not signal.SIG_IGN
     }
-    server = subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+    server = subprocess.Popen(cmd, env=env)
     try:
         return server.wait()
     except KeyboardInterrupt:
@@ -415,10 +405,9 @@ def _warn_if_stale(con) -> None:
 
     stale = stale_data(con)
     if stale is not None:
-        _print_warnings([
-            f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
-            f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`."
-        ])
+        warning = (f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
+                   f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`.")
+        _print_warnings([warning])
 
 
 @app.command()

@@ -218,9 +218,9 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> Ch
     if item.table == "rank_steps" and {"step_s", "compute_s"} <= set(present):
         step = _typed("step_s", source_types["step_s"], "DOUBLE")
         busy = _typed("compute_s", source_types["compute_s"], "DOUBLE")
-        checks.append(("compute_s", f"{busy} > {step} + {COMPUTE_ROUNDING_S}",
-                       f"compute_s is more than {COMPUTE_ROUNDING_S * 1000:g} ms above step_s "
-                       "(busy time cannot exceed the step's wall time)"))
+        problem = (f"compute_s is more than {COMPUTE_ROUNDING_S * 1000:g} ms above step_s "
+                   "(busy time cannot exceed the step's wall time)")
+        checks.append(("compute_s", f"{busy} > {step} + {COMPUTE_ROUNDING_S}", problem))
         clip = f"count(*) FILTER (WHERE {busy} > {step})"
     interval = INTERVAL_COLUMNS.get(item.table)
     if interval and set(interval) <= set(present):
@@ -315,7 +315,7 @@ def _repeats(
         if conflict:
             first, second = conflict[0][0]
             differ = con.execute(
-                f"SELECT * EXCLUDE (first_row, copies) FROM __records WHERE first_row IN (?, ?) "
+                "SELECT * EXCLUDE (first_row, copies) FROM __records WHERE first_row IN (?, ?) "
                 "ORDER BY first_row",
                 [first, second],
             ).fetchall()

@@ -44,11 +44,15 @@ def wait_until(predicate, seconds: float) -> bool:
 
 def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # As from a terminal: a test runner started in the background may hand down SIGINT ignored,
+    # so the command starts with Python's own Ctrl+C handler in place.
+    launcher = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "sys.argv = ['gpufleet', *sys.argv[1:]]; runpy.run_module('pipelines', run_name='__main__')"
+    )
     return subprocess.Popen(
-        [sys.executable, "-m", "pipelines", *args], cwd=cwd, env=env,
+        [sys.executable, "-c", launcher, *args], cwd=cwd, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        # As from a terminal: a runner started in the background may hand down SIGINT ignored.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -212,7 +212,7 @@ def test_a_name_with_a_pipe_loads_with_the_delimiter_sacct_was_run_with(tmp_path
     # the advice is to rerun sacct with --delimiter. Run with `;`, the same file loads whole.
     named = "3001|eval|nightly|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=8|n1|None|0"
     with pytest.raises(InputError) as err:
-        parse_sacct("\n".join([HEADER, named]), "sacct.txt")
+        parse_sacct(f"{HEADER}\n{named}", "sacct.txt")
     assert "has 15 fields" in str(err.value) and "pass the same --delimiter to `gpufleet ingest sacct`" in str(err.value)
     fields = named.split("|")
     with_semicolons = ";".join([fields[0], "eval|nightly", *fields[3:]])

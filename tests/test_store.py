@@ -443,12 +443,12 @@ JOBS_HEADER = "job_id,submit_ts,start_ts,end_ts,num_gpus,state\n"
     ("second_batch", "counts"),
     [
         # j1 was running and ends: updated; j2 unchanged; j3 new.  (new, updated, unchanged)
-        ("j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T05:00:00Z,8,succeeded\n"
-         "j2,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T02:00:00Z,8,failed\n"
-         "j3,2026-11-23T03:00:00Z,2026-11-23T03:00:00Z,,16,running\n", (1, 1, 1)),
+        (("j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T05:00:00Z,8,succeeded\n"
+          "j2,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T02:00:00Z,8,failed\n"
+          "j3,2026-11-23T03:00:00Z,2026-11-23T03:00:00Z,,16,running\n"), (1, 1, 1)),
         # The same batch as stored: everything unchanged.
-        ("j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,,8,running\n"
-         "j2,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T02:00:00Z,8,failed\n", (0, 0, 2)),
+        (("j1,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,,8,running\n"
+          "j2,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T02:00:00Z,8,failed\n"), (0, 0, 2)),
         # An ended job's state corrected (same submit time and GPUs): an update, not new.
         ("j2,2026-11-23T00:00:00Z,2026-11-23T01:00:00Z,2026-11-23T02:00:00Z,8,node_fail\n", (0, 1, 0)),
     ],
