@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -66,7 +67,15 @@ def main_options(
 
 def _print_loads(results) -> None:
     for r in results:
-        out.print(f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new")
+        line = (f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new  "
+                f"{r.rows_updated:>10,} updated  {r.rows_unchanged:>12,} unchanged")
+        if r.repeats_skipped:
+            line += f"  ({r.repeats_skipped:,} repeated records skipped)"
+        if r.clipped:
+            line += f"  ({r.clipped:,} compute_s clipped to step_s)"
+        out.print(line, highlight=False, soft_wrap=True)
+    if results and not any(r.rows_changed for r in results):
+        out.print("Nothing new: the data version is unchanged.", highlight=False)
 
 
 @ingest_app.command("files")
@@ -86,7 +95,7 @@ def ingest_files_cmd(
 
 def _print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
-        console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
 
 @ingest_app.command("prometheus")
@@ -146,13 +155,16 @@ def ingest_prometheus_cmd(
 def ingest_sacct_cmd(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Output of `TZ=UTC sacct --parsable2 --duplicates --format=...` (docs/sources.md).")],
+    delimiter: Annotated[
+        str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
+    ] = "|",
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import ingest_sacct
     from pipelines.store import open_store
 
     con = open_store(ctx.obj.db)
-    results, parsed = ingest_sacct(con, file)
+    results, parsed = ingest_sacct(con, file, delimiter)
     _print_warnings(parsed.warnings)
     _print_loads(results)
 
@@ -299,6 +311,46 @@ def evaluate(
     typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
 
 
+class _Stopped(Exception):
+    """SIGINT, SIGTERM or SIGHUP reached the process serving the dashboard."""
+
+
+def _run_server(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the Streamlit server until it exits or gpufleet is stopped; never leave it running.
+
+    Ctrl+C, SIGTERM (`kill`, systemd, Kubernetes) and SIGHUP stop the server first (SIGTERM,
+    then SIGKILL after 10 s), then gpufleet exits.
+    """
+
+    def stop(signum: int, _frame: object) -> None:
+        raise _Stopped(signum)
+
+    # SIGINT too: polars installs its own native SIGINT handler at import, which swallows Ctrl+C
+    # here. A signal ignored from the start (nohup, a background job) stays ignored.
+    previous = {
+        sig: signal.signal(sig, stop)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        if signal.getsignal(sig) is not signal.SIG_IGN
+    }
+    server = subprocess.Popen(cmd, env=env)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        return 130
+    except _Stopped as stopped:
+        return 128 + int(stopped.args[0])
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def _serve(db: Path, port: int, headless: bool) -> None:
     env = {**os.environ, "GPUFLEET_DB": str(db.resolve())}
     # Located, not imported: pipelines/ never imports the app (or Streamlit).
@@ -313,7 +365,7 @@ def _serve(db: Path, port: int, headless: bool) -> None:
         "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
-    raise typer.Exit(subprocess.call(cmd, env=env))
+    raise typer.Exit(_run_server(cmd, env))
 
 
 @app.command(name="app")
@@ -369,6 +421,16 @@ def demo(
 
 # ---- weekly review: report and export ------------------------------------------------------
 
+def _warn_if_stale(con) -> None:
+    from pipelines.compute import stale_data
+
+    stale = stale_data(con)
+    if stale is not None:
+        warning = (f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
+                   f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`.")
+        _print_warnings([warning])
+
+
 @app.command()
 def report(
     ctx: typer.Context,
@@ -392,6 +454,7 @@ def report(
     con = open_read_only(ctx.obj.db)
     try:
         text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+        _warn_if_stale(con)
     finally:
         con.close()
     if out_file is None and fmt == "html":
@@ -412,6 +475,12 @@ def export(
     tables: Annotated[
         str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
     ] = None,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Publish the week even when the database has nothing for it.")
+    ] = False,
+    stale_ok: Annotated[
+        bool, typer.Option("--stale-ok", help="Export even when raw data changed since the last compute.")
+    ] = False,
 ) -> None:
     """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
     from pipelines.export import export_week
@@ -423,7 +492,7 @@ def export(
     con = open_read_only(ctx.obj.db)
     try:
         with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
-            results = export_week(con, iso_week, out_dir, fmt, names)
+            results = export_week(con, iso_week, out_dir, fmt, names, allow_empty=allow_empty, stale_ok=stale_ok)
     finally:
         con.close()
     for r in results:
@@ -435,9 +504,10 @@ def main() -> None:
     try:
         app()
     except GpufleetError as e:
-        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False)
+        # soft_wrap: one line per message however long the path in it, so logs and greps see it whole.
+        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)
         if e.hint:
-            console.print(e.hint, highlight=False, markup=False)
+            console.print(e.hint, highlight=False, markup=False, soft_wrap=True)
         sys.exit(e.exit_code)
 
 

@@ -92,6 +92,28 @@ def _last_compute(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
     return (rows[0][0], rows[0][1]) if rows else None
 
 
+def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
+    """(data version the derived tables were built from, current data version) when raw data
+    changed since the last compute (or a compute was killed); None when they match.
+
+    Reads only, so it works on a read-only connection. A database without a compute log
+    (derived tables made by hand) is taken as current.
+    """
+    logged = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
+        "AND table_name IN ('compute_log', 'load_log')"
+    ).fetchall()[0][0]
+    if logged < 2:
+        return None
+    computed = con.execute(
+        "SELECT data_version FROM compute_log ORDER BY computed_at DESC LIMIT 1"
+    ).fetchall()
+    if not computed:
+        return None
+    current = data_version(con)
+    return (computed[0][0], current) if current != computed[0][0] else None
+
+
 def compute(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,

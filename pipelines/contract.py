@@ -62,7 +62,31 @@ INTERVAL_COLUMNS: dict[str, tuple[str, str]] = {
     "job_attempts": ("start_ts", "end_ts"),
 }
 
-# Immutable records a batch must not repeat (a repeated step would skew the rank statistics).
-# The scrape tables (samples, conditions) are left out: checking hundreds of millions of keys
-# would cost more than the load itself, and a repeated scrape does not change a metric.
-UNIQUE_IN_BATCH: frozenset[str] = frozenset({"rank_steps", "checkpoints", "gpu_events"})
+# One rule for repeats, every table: a record repeated exactly within a batch (logs shipped at
+# least once repeat lines) is loaded once and counted; two records of one natural key with
+# different values are refused, naming both lines.
+
+# Values that cannot be negative (seconds, GPU counts).
+NON_NEGATIVE: dict[str, tuple[str, ...]] = {
+    "nodes": ("gpu_count",),
+    "jobs": ("num_gpus",),
+    "rank_steps": ("step_s", "compute_s"),
+    "checkpoints": ("duration_s",),
+}
+
+# Sample values must be finite: NaN or infinity is refused.
+FINITE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "gpu_samples": ("value",),
+    "node_samples": ("value",),
+}
+
+# A step's busy time cannot exceed its wall time. Up to this much above (two values logged to
+# the millisecond, each rounded) is rounding: `compute_s` is clipped to `step_s` and counted;
+# more is refused.
+COMPUTE_ROUNDING_S = 0.001
+
+# Columns that fix a job's identity once it has ended: a later batch that changes them is a
+# different job reusing the id (a reset id counter, another cluster), not an update.
+IDENTITY_WHEN_ENDED: dict[str, tuple[str, ...]] = {
+    "jobs": ("submit_ts", "num_gpus"),
+}

@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import json
 import math
+import os
 import re
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -421,8 +423,26 @@ def render(report: WeeklyReport, fmt: str) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write `path` via a temporary file in the same folder, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    """Write `path` via a temporary file in the same folder, so readers never see half a file.
+
+    The temporary file has a random name and is created exclusively (`tempfile.mkstemp`), and the
+    rename replaces whatever is at `path` (a planted link included) instead of writing through it.
+    """
+    if path.resolve() == Path("/") or path.is_dir():
+        raise GpufleetError(f"`{path}` is a folder.", "Pass --out a file name, e.g. report-2026-W48.md.")
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise GpufleetError(f"Cannot write into `{folder}`: {e.strerror}.", "Pass --out a file in a folder you can write.") from None
+    try:
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(handle.fileno(), 0o644)  # mkstemp makes 0600; a report is meant to be shared
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise GpufleetError(f"Cannot write `{path}`: {e.strerror}.", "Check the disk and the folder, then run again.") from None

@@ -20,10 +20,13 @@ import polars as pl
 
 from pipelines.contract import (
     ALLOWED_VALUES,
+    COMPUTE_ROUNDING_S,
+    FINITE_COLUMNS,
+    IDENTITY_WHEN_ENDED,
     INTERVAL_COLUMNS,
     LANDING_TABLES,
     NATURAL_KEYS,
-    UNIQUE_IN_BATCH,
+    NON_NEGATIVE,
     UPSERT_TABLES,
 )
 from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError, InputError
@@ -131,13 +134,41 @@ class TableInput:
 
 @dataclass(frozen=True)
 class LoadResult:
+    """What one table's part of a batch did: every distinct record is new, updated or unchanged."""
+
     table: str
     rows_in: int
     rows_new: int
+    rows_updated: int = 0
+    rows_unchanged: int = 0
+    repeats_skipped: int = 0
+    """Exact repeats of a record within the batch, loaded once."""
+    clipped: int = 0
+    """`compute_s` values above `step_s` by rounding only, clipped to `step_s`."""
+
+    @property
+    def rows_changed(self) -> int:
+        return self.rows_new + self.rows_updated
 
 
-def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tuple[int, Any, Any]:
-    """Check columns, types, nulls and allowed values; return (rows, min_ts, max_ts)."""
+@dataclass(frozen=True)
+class Checked:
+    """What validation learnt about one input: its size, time range, repeats and clipped cells."""
+
+    rows: int
+    min_ts: Any
+    max_ts: Any
+    repeats: int
+    clipped: int
+
+
+def _typed(ref: str, source_type: str | None, target_type: str) -> str:
+    """`ref` as the target type (no cast when the input already has it)."""
+    return ref if source_type == target_type else f"TRY_CAST({ref} AS {target_type})"
+
+
+def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> Checked:
+    """Check columns, types, nulls, allowed and possible values, and repeats of a natural key."""
     columns = table_columns(con, item.table)
     expected = [c.name for c in columns]
     present = [c for c in con.sql(f"SELECT * FROM {view} LIMIT 0").columns if c != ROW_COLUMN]
@@ -174,6 +205,23 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
             values = ", ".join("'" + v.replace("'", "''") + "'" for v in allowed)
             checks.append((c.name, f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})",
                            f"value is not one of {', '.join(allowed)}"))
+    types = {c.name: c.type for c in columns}
+    for name in NON_NEGATIVE.get(item.table, ()):
+        if name in present:
+            checks.append((name, f"{_typed(quote_ident(name), source_types[name], types[name])} < 0",
+                           "value cannot be negative"))
+    for name in FINITE_COLUMNS.get(item.table, ()):
+        if name in present:
+            checks.append((name, f"NOT isfinite({_typed(quote_ident(name), source_types[name], 'DOUBLE')})",
+                           "value is not a finite number (NaN or infinity)"))
+    clip = "0"
+    if item.table == "rank_steps" and {"step_s", "compute_s"} <= set(present):
+        step = _typed("step_s", source_types["step_s"], "DOUBLE")
+        busy = _typed("compute_s", source_types["compute_s"], "DOUBLE")
+        problem = (f"compute_s is more than {COMPUTE_ROUNDING_S * 1000:g} ms above step_s "
+                   "(busy time cannot exceed the step's wall time)")
+        checks.append(("compute_s", f"{busy} > {step} + {COMPUTE_ROUNDING_S}", problem))
+        clip = f"count(*) FILTER (WHERE {busy} > {step})"
     interval = INTERVAL_COLUMNS.get(item.table)
     if interval and set(interval) <= set(present):
         start, end = (f"TRY_CAST({quote_ident(c)} AS TIMESTAMPTZ)" for c in interval)
@@ -182,8 +230,8 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
     has_ts = "ts" in present
     ts = "ts" if source_types.get("ts") == "TIMESTAMP WITH TIME ZONE" else "TRY_CAST(ts AS TIMESTAMPTZ)"
     ts_range = f"min({ts}), max({ts})" if has_ts else "NULL, NULL"
-    result = con.execute(f"SELECT count(*), {ts_range}{firsts} FROM {view}").fetchall()[0]
-    rows, min_ts, max_ts, *first_bad = result
+    result = con.execute(f"SELECT count(*), {ts_range}, {clip}{firsts} FROM {view}").fetchall()[0]
+    rows, min_ts, max_ts, clipped, *first_bad = result
     bad = [(row, i) for i, row in enumerate(first_bad) if row is not None]
     kwargs_for = (lambda row: {"line": row}) if item.position == "line" else (lambda row: {"row": row})
     if bad:
@@ -194,73 +242,193 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> tu
         ).fetchall()
         shown = value[0][0] if value else None
         raise InputError(problem, file=item.origin, column=column, value=shown, **kwargs_for(row))
-    if item.table in UNIQUE_IN_BATCH:
-        keys = NATURAL_KEYS[item.table]
-        key_list = ", ".join(quote_ident(k) for k in keys)
-        duplicate = con.execute(
-            f"SELECT min(first_row), min(second_row) FROM (SELECT min({ROW_COLUMN}) AS first_row, "
-            f"list_sort(list({ROW_COLUMN}))[2] AS second_row FROM {view} "
-            f"GROUP BY {key_list} HAVING count(*) > 1)"
-        ).fetchall()[0]
-        if duplicate[1] is not None:
-            where = "line" if item.position == "line" else "row"
-            raise InputError(
-                f"the same ({', '.join(keys)}) appears twice, first on {where} {duplicate[0]}",
-                file=item.origin,
-                column=keys[-1],
-                hint="Each record may appear once in a batch; remove the repeated one and load again.",
-                **kwargs_for(duplicate[1]),
-            )
-    return rows, min_ts, max_ts
+    repeats = _repeats(con, item, view, columns, present, source_types, rows)
+    return Checked(rows, min_ts, max_ts, repeats, clipped)
 
 
-def _merge(
-    con: duckdb.DuckDBPyConnection, item: TableInput, view: str, rows: int, ts_range: tuple[Any, Any]
-) -> int:
-    """Insert the relation into its table by natural key; return the number of new rows."""
-    table = quote_ident(item.table)
-    columns = table_columns(con, item.table)
-    present = set(con.sql(f"SELECT * FROM {view} LIMIT 0").columns)
-    select = ", ".join(
+def _typed_select(columns: list[Column], present: set[str] | list[str]) -> str:
+    """Every landing column cast to its type (NULL when the input lacks it)."""
+    return ", ".join(
         f"CAST({quote_ident(c.name)} AS {c.type}) AS {quote_ident(c.name)}"
         if c.name in present
         else f"CAST(NULL AS {c.type}) AS {quote_ident(c.name)}"
         for c in columns
     )
+
+
+HASHES_PER_PASS = 20_000_000
+"""Key hashes sorted at once (8 bytes each), bounding the repeat check's memory on big batches."""
+
+
+def _may_repeat_a_key(con: duckdb.DuckDBPyConnection, view: str, key_hash: str, rows: int) -> bool:
+    """Whether two rows share a key hash (a repeated key, or, rarely, a hash collision)."""
+    passes = max(1, -(-rows // HASHES_PER_PASS))
+    for part in range(passes):
+        # Equal keys have equal hashes, so splitting by hash value keeps every repeat in one pass.
+        where = f" WHERE h % {passes} = {part}" if passes > 1 else ""
+        hashes = con.execute(f"SELECT h FROM (SELECT {key_hash} AS h FROM {view}){where}").fetchnumpy()["h"]
+        hashes.sort()
+        if (hashes[1:] == hashes[:-1]).any():
+            return True
+    return False
+
+
+def _repeats(
+    con: duckdb.DuckDBPyConnection,
+    item: TableInput,
+    view: str,
+    columns: list[Column],
+    present: list[str],
+    source_types: dict[str, str],
+    rows: int,
+) -> int:
+    """The number of exact repeats in the batch; refuses one key with two different records.
+
+    A sorted array of 64-bit hashes of the typed keys says whether any key may repeat (none
+    in the common case, so a big scrape batch pays one scan and a sort, several times cheaper
+    than a hash aggregate over millions of keys); only then are the candidate keys' rows
+    compared column by column.
+    """
+    keys = NATURAL_KEYS[item.table]
+    types = {c.name: c.type for c in columns}
+    key_hash = "hash(" + ", ".join(
+        _typed(quote_ident(k), source_types.get(k), types[k]) if k in present else "NULL" for k in keys
+    ) + ")"
+    if not _may_repeat_a_key(con, view, key_hash, rows):
+        return 0
+    names = ", ".join(quote_ident(c.name) for c in columns)
+    key_list = ", ".join(quote_ident(k) for k in keys)
+    typed = (
+        f"(SELECT {_typed_select(columns, present)}, {ROW_COLUMN}, {key_hash} AS __key_hash FROM {view} "
+        f"WHERE {key_hash} IN (SELECT {key_hash} FROM {view} GROUP BY ALL HAVING count(*) > 1))"
+    )
+    # Distinct records of the candidate keys, each with its first line and how often it came.
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE __records AS SELECT {names}, min({ROW_COLUMN}) AS first_row, "
+        f"count(*) AS copies FROM {typed} GROUP BY ALL"
+    )
+    try:
+        conflict = con.execute(
+            f"SELECT list_sort(list(first_row))[1:2] FROM __records GROUP BY {key_list} "
+            "HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
+        ).fetchall()
+        if conflict:
+            first, second = conflict[0][0]
+            differ = con.execute(
+                "SELECT * EXCLUDE (first_row, copies) FROM __records WHERE first_row IN (?, ?) "
+                "ORDER BY first_row",
+                [first, second],
+            ).fetchall()
+            column_names = [c.name for c in columns]
+            changed = [
+                f"{name} `{a}` vs `{b}`"
+                for name, a, b in zip(column_names, differ[0], differ[1], strict=True)
+                if a != b
+            ]
+            where = "line" if item.position == "line" else "row"
+            shown_key = ", ".join(f"{k} `{v}`" for k, v in zip(column_names, differ[0], strict=True) if k in keys)
+            raise InputError(
+                f"{where}s {first} and {second} are the same record ({shown_key}) with different values: "
+                + "; ".join(changed),
+                file=item.origin,
+                hint="A record may repeat only exactly; keep the right one and load again. Nothing was loaded.",
+            )
+        return con.execute("SELECT coalesce(sum(copies - 1), 0) FROM __records").fetchall()[0][0]
+    finally:
+        con.execute("DROP TABLE IF EXISTS __records")
+
+
+def _check_identity(con: duckdb.DuckDBPyConnection, item: TableInput, keys: tuple[str, ...]) -> None:
+    """Refuse a batch that changes what identifies an ended record (a different job reusing the id)."""
+    columns = IDENTITY_WHEN_ENDED.get(item.table)
+    if not columns:
+        return
+    table = quote_ident(item.table)
+    match = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys)
+    for name in columns:
+        ref = quote_ident(name)
+        found = con.execute(
+            f"SELECT s.{ROW_COLUMN}, CAST(t.{ref} AS VARCHAR), CAST(s.{ref} AS VARCHAR), "
+            f"{', '.join(f's.{quote_ident(k)}' for k in keys)} FROM __stage s JOIN {table} t ON {match} "
+            f"WHERE t.end_ts IS NOT NULL AND t.{ref} IS NOT NULL AND s.{ref} IS NOT NULL "
+            f"AND t.{ref} <> s.{ref} ORDER BY s.{ROW_COLUMN} LIMIT 1"
+        ).fetchall()
+        if found:
+            row, stored, given, *key_values = found[0]
+            shown = ", ".join(f"{k} `{v}`" for k, v in zip(keys, key_values, strict=True))
+            where = {"line": row} if item.position == "line" else {"row": row}
+            raise InputError(
+                f"{item.table[:-1]} {shown} has ended with {name} `{stored}`; this batch gives `{given}`: "
+                "a different job reusing the id, not an update",
+                file=item.origin,
+                column=name,
+                hint="Load the other job under its own id (or cluster). Nothing was loaded.",
+                **where,
+            )
+
+
+def _merge(
+    con: duckdb.DuckDBPyConnection, item: TableInput, view: str, checked: Checked
+) -> LoadResult:
+    """Insert the relation into its table by natural key; count new, updated and unchanged rows."""
+    table = quote_ident(item.table)
+    columns = table_columns(con, item.table)
+    present = set(con.sql(f"SELECT * FROM {view} LIMIT 0").columns)
+    select = _typed_select(columns, present)
     keys = NATURAL_KEYS[item.table]
     match = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys)
     key_list = ", ".join(quote_ident(k) for k in keys)
     typed = f"(SELECT {select}, {ROW_COLUMN} FROM {view})"
+    if checked.repeats:
+        # Every repeat is exact (a conflicting one was refused): keep each record's first line.
+        typed = f"(FROM {typed} QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY {ROW_COLUMN}) = 1)"
     names = ", ".join(quote_ident(c.name) for c in columns)
+    distinct = checked.rows - checked.repeats
+
+    def result(new: int, updated: int) -> LoadResult:
+        return LoadResult(item.table, checked.rows, new, updated, distinct - new - updated,
+                          checked.repeats, checked.clipped)
+
+    if item.table == "rank_steps" and checked.clipped:
+        names_clipped = names.replace('"compute_s"', 'least("compute_s", "step_s") AS "compute_s"', 1)
+    else:
+        names_clipped = names
     if item.table in UPSERT_TABLES:
-        # The newest record of a key wins: later rows in the batch, then this batch over the store.
-        latest = f"(SELECT * FROM {typed} QUALIFY row_number() OVER (PARTITION BY {key_list} ORDER BY {ROW_COLUMN} DESC) = 1)"
-        con.execute(f"CREATE OR REPLACE TEMP TABLE __stage AS SELECT {names} FROM {latest}")
-        changed = con.execute(f"SELECT count(*) FROM (FROM __stage EXCEPT FROM {table})").fetchall()[0][0]
-        con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})")
-        con.execute(f"INSERT INTO {table} SELECT * FROM __stage")
-        con.execute("DROP TABLE __stage")
-        return changed
+        con.execute(f"CREATE OR REPLACE TEMP TABLE __stage AS SELECT {names}, {ROW_COLUMN} FROM {typed}")
+        try:
+            _check_identity(con, item, keys)
+            new = con.execute(
+                f"SELECT count(*) FROM __stage s WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match})"
+            ).fetchall()[0][0]
+            changed = con.execute(
+                f"SELECT count(*) FROM (SELECT {names} FROM __stage EXCEPT SELECT {names} FROM {table})"
+            ).fetchall()[0][0]
+            if changed:
+                con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})")
+                con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
+        finally:
+            con.execute("DROP TABLE IF EXISTS __stage")
+        return result(new, changed - new)
     window, params = "", None
-    if "ts" in keys and ts_range[0] is not None:
+    if "ts" in keys and checked.min_ts is not None:
         # Restricting the probe to the batch's time range lets zone maps skip old row groups.
         window = " AND t.ts BETWEEN $lo AND $hi"
-        params = {"lo": ts_range[0], "hi": ts_range[1]}
+        params = {"lo": checked.min_ts, "hi": checked.max_ts}
     overlap = con.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)", params
     ).fetchall()[0][0]
     if not overlap:
         # Nothing stored in the batch's time range (or nothing at all), so no key of the batch is
         # stored yet: skip the anti-join probe and the row counts (the common append case).
-        con.execute(f"INSERT INTO {table} SELECT {names} FROM {typed}")
-        return rows
+        con.execute(f"INSERT INTO {table} SELECT {names_clipped} FROM {typed}")
+        return result(distinct, 0)
     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
     con.execute(
-        f"INSERT INTO {table} SELECT {names} FROM {typed} s "
+        f"INSERT INTO {table} SELECT {names_clipped} FROM {typed} s "
         f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})",
         params,
     )
-    return con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
+    return result(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before, 0)
 
 
 @contextmanager
@@ -302,21 +470,23 @@ def load_batch(
         results: list[LoadResult] = []
         con.execute("BEGIN TRANSACTION")
         try:
-            for item, view, (rows, lo, hi) in zip(items, views, checked):
-                new = _merge(con, item, view, rows, (lo, hi))
-                results.append(LoadResult(item.table, rows, new))
+            for item, view, check in zip(items, views, checked):
+                results.append(_merge(con, item, view, check))
             if in_transaction is not None:
                 in_transaction(con)
-            con.execute(
-                "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, "
-                "$rows_in, $rows_new FROM load_log",
-                {
-                    "source": source,
-                    "tables": sorted({r.table for r in results}),
-                    "rows_in": sum(r.rows_in for r in results),
-                    "rows_new": sum(r.rows_new for r in results),
-                },
-            )
+            if any(r.rows_changed for r in results):
+                # A batch that adds or changes nothing leaves the data version alone, so a
+                # re-ingest of an unchanged spool does not trigger a recompute.
+                con.execute(
+                    "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, "
+                    "$rows_in, $rows_new FROM load_log",
+                    {
+                        "source": source,
+                        "tables": sorted({r.table for r in results}),
+                        "rows_in": sum(r.rows_in for r in results),
+                        "rows_new": sum(r.rows_changed for r in results),
+                    },
+                )
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -325,7 +495,7 @@ def load_batch(
 
 
 def data_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The id of the last committed load batch (0 for an empty store)."""
+    """The id of the last committed load batch that changed data (0 for an empty store)."""
     return con.execute("SELECT coalesce(max(batch_id), 0) FROM load_log").fetchall()[0][0]
 
 

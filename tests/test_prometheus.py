@@ -215,6 +215,8 @@ def test_hostname_label_of_newer_exporters_and_downsampling(con, tmp_path, fleet
         assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
         # Push-down: one point per 10 min per series, the server's max for counters.
         report = ingest_prometheus(con, srv.url, T0, END, settings, downsample_s=600)
+    # `max_over_time` drops `__name__`: the samples still land under the field that was queried.
+    assert con.execute("SELECT count(*) FROM gpu_samples WHERE metric = ''").fetchall()[0][0] == 0
     downsampled = next(q for q in report.queries if q.key == "gpu:DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")
     # 16 series x 12 steps in [00:00, 02:00); the gap GPU has a value in every step too.
     assert downsampled.samples == 16 * 12
@@ -714,3 +716,27 @@ def test_the_window_stops_settle_s_before_now(con, flaky):
     assert now - timedelta(seconds=120) <= report.queries[0].end <= datetime.now(UTC) - timedelta(seconds=120)
     with pytest.raises(ConfigError, match="nothing is settled"):
         ingest_prometheus(con, url, now - timedelta(seconds=60), now, settings)
+
+
+def test_non_finite_samples_are_skipped_and_counted(con):
+    from datetime import UTC, datetime
+
+    import polars as pl
+
+    from pipelines.sources.prometheus import Stage
+    from pipelines.store import load_batch
+
+    stage = Stage(con)
+    t0 = datetime(2026, 11, 23, tzinfo=UTC)
+    stage.add("gpu_samples", pl.DataFrame({
+        "ts": [t0, t0, t0, t0], "node": ["n1"] * 4, "gpu": pl.Series([0, 1, 2, 3], dtype=pl.Int16),
+        "uuid": ["u0", "u1", "u2", "u3"], "metric": ["DCGM_FI_DEV_XID_ERRORS"] * 4,
+        "value": [0.0, float("inf"), float("nan"), 79.0],
+    }))
+    assert stage.non_finite == 2
+    try:
+        (result,) = load_batch(con, stage.inputs("prometheus test"), "test")
+    finally:
+        stage.drop()
+    assert result.rows_new == 2
+    assert con.execute("SELECT gpu, value FROM gpu_samples ORDER BY gpu").fetchall() == [(0, 0.0), (3, 79.0)]

@@ -82,6 +82,34 @@ def test_default_start_is_the_last_full_iso_week(today, monday):
 
 
 @pytest.mark.parametrize(
+    ("now", "days", "start"),
+    [
+        # Wed 2026-12-02 12:00: the last full week starts Mon 11-23; 7 days end Mon 11-30 <= now.
+        (datetime(2026, 12, 2, 12, tzinfo=UTC), 7, datetime(2026, 11, 23, tzinfo=UTC)),
+        # 9 days from 11-23 end Wed 12-02 00:00 <= 12:00: still fits.
+        (datetime(2026, 12, 2, 12, tzinfo=UTC), 9, datetime(2026, 11, 23, tzinfo=UTC)),
+        # 14 days from 11-23 would end Mon 12-07, in the future: a week earlier, 11-16 .. 11-30.
+        (datetime(2026, 12, 2, 12, tzinfo=UTC), 14, datetime(2026, 11, 16, tzinfo=UTC)),
+        # 15 days from 11-16 end 12-01 <= 12-02: fits.
+        (datetime(2026, 12, 2, 12, tzinfo=UTC), 15, datetime(2026, 11, 16, tzinfo=UTC)),
+        # 62 days (the most): from Mon 09-28 they end Sun 11-29 <= 12-02 (10-05 would end 12-06).
+        (datetime(2026, 12, 2, 12, tzinfo=UTC), 62, datetime(2026, 9, 28, tzinfo=UTC)),
+    ],
+)
+def test_the_default_window_ends_at_or_before_now(now, days, start):
+    from pipelines.simulator.model import default_start
+
+    assert default_start(now, days) == start
+    assert start.weekday() == 0 and start + timedelta(days=days) <= now
+
+
+@pytest.mark.parametrize("days", [1, 7, 14, 30, 62])
+def test_a_simulation_without_a_start_never_reaches_the_future(days):
+    cfg = SimulationConfig.create(nodes=1, days=days, seed=1)
+    assert cfg.start + timedelta(days=days) <= datetime.now(UTC)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
         ({"nodes": 0, "days": 1, "seed": 1}, "0 nodes"),

@@ -200,3 +200,45 @@ def test_ingest_is_idempotent_and_warns_without_duplicates(con, tmp_path):
     # Without --duplicates only the last attempt of a requeued job is shown.
     without = "\n".join(line for line in SACCT.splitlines() if "REQUEUED" not in line)
     assert "--duplicates" in parse_sacct(without, "x").warnings[0]
+
+
+def test_a_name_with_a_pipe_loads_with_the_delimiter_sacct_was_run_with(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    # Job 3001's name holds `|`: with `|` as separator the line has 15 fields (header: 14), and
+    # the advice is to rerun sacct with --delimiter. Run with `;`, the same file loads whole.
+    named = "3001|eval|nightly|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=8|n1|None|0"
+    with pytest.raises(InputError) as err:
+        parse_sacct(f"{HEADER}\n{named}", "sacct.txt")
+    assert "has 15 fields" in str(err.value) and "pass the same --delimiter to `gpufleet ingest sacct`" in str(err.value)
+    fields = named.split("|")
+    with_semicolons = ";".join([fields[0], "eval|nightly", *fields[3:]])
+    path = tmp_path / "sacct.txt"
+    path.write_text(HEADER.replace("|", ";") + "\n" + with_semicolons + "\n")
+    root = Path(__file__).resolve().parent.parent
+    db = tmp_path / "fleet.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(db), "ingest", "sacct", str(path), "--delimiter", ";"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(root)}, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as check:
+        assert check.execute("SELECT job_id, name, num_gpus FROM jobs").fetchall() == [("3001", "eval|nightly", 8)]
+    # Without it, the file is refused with the line.
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(tmp_path / "other.duckdb"), "ingest", "sacct", str(path)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(root)}, cwd=tmp_path,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_a_delimiter_that_cannot_separate_fields_is_refused():
+    with pytest.raises(InputError, match="cannot separate sacct fields"):
+        parse_sacct(SACCT, "sacct.txt", delimiter="")

@@ -35,9 +35,19 @@ def last_full_iso_week_start(today: date) -> datetime:
     return datetime.combine(monday_this_week - timedelta(days=7), datetime.min.time(), UTC)
 
 
-def _parse_start(start: str | None) -> datetime:
+def default_start(now: datetime, days: int) -> datetime:
+    """A Monday 00:00 UTC from which `days` days end at or before `now`: the last full ISO week's
+    Monday, moved back a week at a time until the window fits (a simulation never reaches into
+    the future, where its data would be cut off by the data horizon)."""
+    start = last_full_iso_week_start(now.astimezone(UTC).date())
+    while start + timedelta(days=days) > now:
+        start -= timedelta(days=7)
+    return start
+
+
+def _parse_start(start: str | None, days: int) -> datetime:
     if start is None:
-        return last_full_iso_week_start(datetime.now(UTC).date())
+        return default_start(datetime.now(UTC), days)
     try:
         parsed = datetime.fromisoformat(start)
     except ValueError as e:
@@ -71,7 +81,7 @@ class SimulationConfig:
             raise ConfigError(f"Cannot simulate {days} days.", "Pass --days between 1 and 62.")
         if faults not in ("default", "none"):
             raise ConfigError(f"Unknown fault plan `{faults}`.", "Use `default` or `none`.")
-        return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start), faults=faults)
+        return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start, days), faults=faults)
 
     @property
     def horizon_s(self) -> int:

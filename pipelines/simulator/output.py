@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.contract import LANDING_TABLES
+from pipelines.errors import GpufleetError
 from pipelines.simulator.model import (
     CLUSTERS,
     GPUS_PER_NODE,
@@ -463,13 +464,23 @@ def _write_stream(path: Path, table: str, chunks: Iterator[pa.Table]) -> int:
     return rows
 
 
+def check_output_folder(out_dir: Path) -> None:
+    """Refuse `/` and an existing file as the folder to write into."""
+    if out_dir.resolve() == Path("/"):
+        raise GpufleetError(f"`{out_dir}` is the root folder.", "Pass a folder of its own, e.g. demo-data.")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise GpufleetError(f"`{out_dir}` is a file, not a folder.", "Pass a new or empty folder.")
+
+
 def simulate_to_dir(cfg: SimulationConfig, out_dir: str | Path) -> dict[str, int]:
     """Write `<table>.parquet` for every landing table plus `ground_truth.parquet`; returns row counts.
 
-    Files are written to a temporary folder beside `out_dir` and moved in at the end,
-    so a crashed run never leaves a half-written landing file behind.
+    Files are written to a temporary folder (random name) inside `out_dir` and renamed in at
+    the end, so a crashed run never leaves a half-written landing file behind, and a link
+    planted at a file's name is replaced, never written through.
     """
     out_dir = Path(out_dir)
+    check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sim = run(cfg)
     counts: dict[str, int] = {}

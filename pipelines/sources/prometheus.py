@@ -704,8 +704,14 @@ class Stage:
         self.spilled: set[str] = set()
         self.views: list[str] = []
         self.finals: list[str] = []
+        self.non_finite = 0
+        """Samples whose value was NaN or infinite: skipped (the store refuses them), counted."""
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
+        if table in ("gpu_samples", "node_samples") and not frame.is_empty():
+            finite = frame.filter(pl.col("value").is_finite())
+            self.non_finite += frame.height - finite.height
+            frame = finite
         if frame.is_empty():
             return
         frame = frame.with_row_index(ROW_COLUMN, offset=self.rows[table] + 1)
@@ -1006,7 +1012,7 @@ class _Ingest:
         if not chunk.labels:
             return
         if q.kind == "gpu":
-            self.land_gpu(chunk)
+            self.land_gpu(chunk, q.key.removeprefix("gpu:"))
             return
         series = list(chunk.series())
         if q.kind in ("xid_count", "xid_last"):
@@ -1018,7 +1024,8 @@ class _Ingest:
         else:
             self.land_node_metric(q, series)
 
-    def land_gpu(self, chunk: Chunk) -> None:
+    def land_gpu(self, chunk: Chunk, queried: str) -> None:
+        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it)."""
         idents = [self.gpu_identity(labels) for labels in chunk.labels]
         named = np.array([i is not None for i in idents], dtype=bool)
         ids = chunk.series_ids()
@@ -1029,7 +1036,7 @@ class _Ingest:
                 "node": [i[0] if i else None for i in idents],
                 "gpu": [i[1] if i else None for i in idents],
                 "uuid": [i[2] if i else None for i in idents],
-                "metric": [labels.get("__name__", "") for labels in chunk.labels],
+                "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
             schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
         )
@@ -1038,7 +1045,7 @@ class _Ingest:
         ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
         gathered = per_series[ids]  # one row per sample, in sample order
         frame = pl.concat([frame, gathered], how="horizontal").select("ts", "node", "gpu", "uuid", "metric", "value")
-        keys = [(i[0], i[1], lab.get("__name__")) for i, lab in zip(idents, chunk.labels, strict=True) if i]
+        keys = [(i[0], i[1], lab.get("__name__") or queried) for i, lab in zip(idents, chunk.labels, strict=True) if i]
         if len(set(keys)) < len(keys):
             # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
             frame = frame.unique(subset=["ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
@@ -1391,6 +1398,8 @@ def ingest_prometheus(
             )
         if run.mig_series:
             report.warnings.append(f"{run.mig_series} MIG instance series (GPU_I_ID) were skipped.")
+        if run.stage.non_finite:
+            report.warnings.append(f"{run.stage.non_finite} samples with a NaN or infinite value were skipped.")
         items = run.stage.inputs(f"prometheus {client.shown_url}")
         if nodes is not None:
             items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))

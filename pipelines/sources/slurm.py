@@ -189,12 +189,24 @@ class SacctResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def parse_sacct(text: str, origin: str = "<sacct>") -> SacctResult:
-    """Parse `sacct --parsable2` text (with its header line) into landing frames."""
+DELIMITER = "|"
+"""sacct's field separator unless `--delimiter` sets another."""
+
+
+def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) -> SacctResult:
+    """Parse `sacct --parsable2` text (with its header line) into landing frames.
+
+    `delimiter` is the field separator sacct was run with (`sacct --delimiter`).
+    """
+    if not delimiter or delimiter.strip() != delimiter or "\n" in delimiter:
+        raise InputError(
+            f"`{delimiter}` cannot separate sacct fields",
+            hint="Pass --delimiter the exact string given to `sacct --delimiter` (no spaces or newlines).",
+        )
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise InputError("is empty; expected sacct --parsable2 output with its header line", file=origin)
-    header = lines[0].rstrip("|").split("|")
+    header = lines[0].removesuffix(delimiter).split(delimiter)
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(
@@ -207,14 +219,16 @@ def parse_sacct(text: str, origin: str = "<sacct>") -> SacctResult:
     for number, raw in enumerate(lines[1:], start=2):
         if not raw.strip():
             continue
-        values = raw.split("|")
+        values = raw.split(delimiter)
         if len(values) == len(header) + 1 and values[-1] == "":
-            values = values[:-1]  # --parsable (not 2) ends every line with `|`
+            values = values[:-1]  # --parsable (not 2) ends every line with the delimiter
         if len(values) != len(header):
             raise InputError(
                 f"has {len(values)} fields, the header has {len(header)}",
                 file=origin, line=number,
-                hint="A `|` inside a job name breaks the format: rerun sacct with --delimiter set to a character names never hold.",
+                hint=f"A `{delimiter}` inside a job name breaks the format: rerun sacct with --delimiter set to "
+                "a character names never hold (e.g. `--delimiter=$'\\x1f'`), and pass the same "
+                "--delimiter to `gpufleet ingest sacct`.",
             )
         row = dict(zip(header, values, strict=True))
 
@@ -329,14 +343,16 @@ def _frames(jobs: dict[str, _Job], origin: str) -> SacctResult:
     return SacctResult(jobs_frame, attempts_frame, warnings=warnings)
 
 
-def ingest_sacct(con: duckdb.DuckDBPyConnection, path: str | Path) -> tuple[list[LoadResult], SacctResult]:
+def ingest_sacct(
+    con: duckdb.DuckDBPyConnection, path: str | Path, delimiter: str = DELIMITER
+) -> tuple[list[LoadResult], SacctResult]:
     """Load one sacct file as one batch."""
     path = Path(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read the file: {e}", file=str(path)) from e
-    result = parse_sacct(text, str(path))
+    result = parse_sacct(text, str(path), delimiter)
     items = [
         TableInput("jobs", result.jobs, str(path), position="line"),
         TableInput("job_attempts", result.job_attempts, str(path), position="line"),

@@ -107,8 +107,9 @@ CREATE TABLE IF NOT EXISTS maintenance (
     reason   VARCHAR
 );
 
--- Bookkeeping: one row per committed load batch; its max id is the data version
--- `gpufleet compute` compares against to skip work on an unchanged database.
+-- Bookkeeping: one row per committed load batch that added or changed rows (a batch that
+-- changed nothing writes none); the max id is the data version `gpufleet compute` compares
+-- against to skip work on an unchanged database. `rows_new` counts rows added or updated.
 CREATE TABLE IF NOT EXISTS load_log (
     batch_id  BIGINT NOT NULL,
     loaded_at TIMESTAMPTZ NOT NULL,
