@@ -716,27 +716,3 @@ def test_the_window_stops_settle_s_before_now(con, flaky):
     assert now - timedelta(seconds=120) <= report.queries[0].end <= datetime.now(UTC) - timedelta(seconds=120)
     with pytest.raises(ConfigError, match="nothing is settled"):
         ingest_prometheus(con, url, now - timedelta(seconds=60), now, settings)
-
-
-def test_non_finite_samples_are_skipped_and_counted(con):
-    from datetime import UTC, datetime
-
-    import polars as pl
-
-    from pipelines.sources.prometheus import Stage
-    from pipelines.store import load_batch
-
-    stage = Stage(con)
-    t0 = datetime(2026, 11, 23, tzinfo=UTC)
-    stage.add("gpu_samples", pl.DataFrame({
-        "ts": [t0, t0, t0, t0], "node": ["n1"] * 4, "gpu": pl.Series([0, 1, 2, 3], dtype=pl.Int16),
-        "uuid": ["u0", "u1", "u2", "u3"], "metric": ["DCGM_FI_DEV_XID_ERRORS"] * 4,
-        "value": [0.0, float("inf"), float("nan"), 79.0],
-    }))
-    assert stage.non_finite == 2
-    try:
-        (result,) = load_batch(con, stage.inputs("prometheus test"), "test")
-    finally:
-        stage.drop()
-    assert result.rows_new == 2
-    assert con.execute("SELECT gpu, value FROM gpu_samples ORDER BY gpu").fetchall() == [(0, 0.0), (3, 79.0)]

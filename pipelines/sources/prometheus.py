@@ -704,14 +704,8 @@ class Stage:
         self.spilled: set[str] = set()
         self.views: list[str] = []
         self.finals: list[str] = []
-        self.non_finite = 0
-        """Samples whose value was NaN or infinite: skipped (the store refuses them), counted."""
 
     def add(self, table: str, frame: pl.DataFrame) -> None:
-        if table in ("gpu_samples", "node_samples") and not frame.is_empty():
-            finite = frame.filter(pl.col("value").is_finite())
-            self.non_finite += frame.height - finite.height
-            frame = finite
         if frame.is_empty():
             return
         frame = frame.with_row_index(ROW_COLUMN, offset=self.rows[table] + 1)
@@ -1398,8 +1392,6 @@ def ingest_prometheus(
             )
         if run.mig_series:
             report.warnings.append(f"{run.mig_series} MIG instance series (GPU_I_ID) were skipped.")
-        if run.stage.non_finite:
-            report.warnings.append(f"{run.stage.non_finite} samples with a NaN or infinite value were skipped.")
         items = run.stage.inputs(f"prometheus {client.shown_url}")
         if nodes is not None:
             items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
