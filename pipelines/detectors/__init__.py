@@ -27,8 +27,10 @@ SQL_DETECTORS: tuple[str, ...] = (
     "nic_links",
     "telemetry_gaps",
     "condition_flaps",
+    "job_stalled",
 )
-"""`queries/detect/<name>.sql` files run before the stragglers (order does not matter)."""
+"""`queries/detect/<name>.sql` files run before the stragglers, in this order: only `job_stalled`
+needs to be last (it reads the hardware findings of the others)."""
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the

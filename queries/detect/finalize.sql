@@ -5,11 +5,12 @@
 --   sum over attempts of num_gpus x overlap of [attempt start, end) with [start, end), in hours,
 --   open ends taken at the data horizon `$horizon`. Node and GPU findings count every attempt
 --   whose node list holds the node (a synchronous job slows with its sickest GPU; for a GPU it is
---   an upper bound when small jobs share the node); rank findings count their own job only.
+--   an upper bound when small jobs share the node); rank and job findings count their own job only.
 --   evidence.goodput_lost_gpu_h (node and GPU findings) = wasted progress (goodput_segments
 --   category `wasted`, GPU-hours) of the attempts on the entity that ended unsuccessfully while the
 --   finding was open, from `$failure_before_s` before its start to `$failure_after_s` after its end
---   (the job-failure window). Straggler findings carry their own (drag x GPUs).
+--   (the job-failure window). Straggler findings carry their own (drag x GPUs), stalled jobs their
+--   wasted GPU-hours.
 WITH uuids AS (
     SELECT node, gpu, any_value(uuid) AS uuid
     FROM gpu_samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND uuid IS NOT NULL
@@ -27,7 +28,7 @@ impact AS (
                - greatest(a.start_ts, c.start_ts)))) / 3600.0 AS gpu_h
     FROM candidates c
     JOIN job_attempts a
-      ON (CASE WHEN c.entity_type = 'rank' THEN a.job_id = c.job_id ELSE list_contains(a.nodes, c.node) END)
+      ON (CASE WHEN c.entity_type IN ('rank', 'job') THEN a.job_id = c.job_id ELSE list_contains(a.nodes, c.node) END)
      AND a.start_ts < coalesce(c.end_ts, $horizon::TIMESTAMPTZ)
      AND coalesce(a.end_ts, $horizon::TIMESTAMPTZ) > c.start_ts
     JOIN jobs j ON j.job_id = a.job_id
@@ -37,7 +38,7 @@ lost AS (
     SELECT c.candidate_no, sum(CAST(g.duration_s AS DOUBLE) * g.gpus) / 3600.0 AS gpu_h
     FROM candidates c
     JOIN job_attempts a
-      ON c.entity_type <> 'rank' AND list_contains(a.nodes, c.node)
+      ON c.entity_type NOT IN ('rank', 'job') AND list_contains(a.nodes, c.node)
      AND a.end_ts IS NOT NULL AND a.state <> 'succeeded'
      AND a.end_ts >= c.start_ts - to_seconds($failure_before_s)
      AND a.end_ts <= coalesce(c.end_ts, $horizon::TIMESTAMPTZ) + to_seconds($failure_after_s)
