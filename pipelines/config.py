@@ -124,7 +124,7 @@ class DetectionSettings:
     straggler_peer_z: float = 3.5
     """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
     straggler_candidate_z: float = 2.5
-    """A rank whose p95 ratio is this far out (robust z) is checked for a mid-run onset."""
+    """Unused since stragglers are episodes; kept so existing config files still load."""
     straggler_min_mad: float = 0.005
     """Floor of the ranks' median-ratio MAD (identical ranks have MAD ~0)."""
     changepoint_min_segment: int = 10

@@ -11,6 +11,10 @@ and match every finding to the ground truth:
   allowed to (an XID 79 GPU also has a telemetry gap; a throttled GPU's rank straggles); any
   other finding is a false positive, including every finding on a negative hard case;
 - recall of a kind = faults expecting that kind with a matching finding of it / faults expecting it;
+- a straggler episode's bounds: the finding overlapping a rank fault most has its first and last
+  step within max(50 steps, 5 % of the fault's length) of the fault's (`bounds` column); steps to
+  detect = its `detected_step` minus the fault's first step;
+- findings on a negative hard case are counted apart (`on neg`): the target is zero;
 - time to detect = the matching finding's `detected_at` (in its evidence) minus the fault's start
   (its end for an ECC fault's double-bit error and XID), floored at 0 (a change point may place an
   onset a few steps early);
@@ -81,6 +85,7 @@ class KindTally:
     truths: int = 0
     detected: int = 0
     ttd_s: list[float] = field(default_factory=list)
+    steps_to_detect: list[int] = field(default_factory=list)
     bounds_checked: int = 0
     bounds_ok: int = 0
     on_negatives: int = 0
@@ -240,6 +245,10 @@ def tally(runs: list[SeedRun]) -> dict[str, KindTally]:
                     if kind == "straggler" and t.get("first_step") is not None:
                         t_kind.bounds_checked += 1
                         t_kind.bounds_ok += int(bounds_match(hits, t))
+                        detected = [json.loads(f["evidence"] or "{}").get("detected_step") for f in hits]
+                        if any(d is not None for d in detected):
+                            t_kind.steps_to_detect.append(
+                                max(0, min(d for d in detected if d is not None) - int(t["first_step"])))
     return tallies
 
 
@@ -254,6 +263,7 @@ def summarise(runs: list[SeedRun]) -> dict[str, dict[str, Any]]:
             "precision": None if t.findings == 0 else round(t.true_positives / t.findings, 4),
             "recall": None if t.truths == 0 else round(t.detected / t.truths, 4),
             "median_ttd_s": None if not t.ttd_s else round(statistics.median(t.ttd_s), 1),
+            "median_steps_to_detect": None if not t.steps_to_detect else statistics.median(t.steps_to_detect),
             "fp_per_1k_gpu_days": None if gpu_days == 0 else round(fp / gpu_days * 1000, 3),
             "findings": t.findings,
             "false_positives": fp,
@@ -302,7 +312,7 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
         return "-" if value is None else format(value, pattern)
 
     header = (f"{'kind':<20} {'class':<15} {'precision':>9} {'recall':>7} {'median TTD':>11} "
-              f"{'FP/1k GPU-d':>11} {'findings':>8} {'faults':>6} {'bounds':>7} {'on neg':>6}")
+              f"{'FP/1k GPU-d':>11} {'findings':>8} {'faults':>6} {'bounds':>7} {'on neg':>6} {'TTD steps':>9}")
     lines = [header, "-" * len(header)]
     for kind, row in summary.items():
         ttd = row["median_ttd_s"]
@@ -311,6 +321,6 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
             f"{'-' if ttd is None else f'{ttd / 60:.1f} min':>11} {fmt(row['fp_per_1k_gpu_days'], '.2f'):>11} "
             f"{row['findings']:>8} {row['faults']:>6} "
             f"{(str(row.get('bounds_ok', 0)) + '/' + str(row.get('bounds_checked', 0))) if row.get('bounds_checked') else '-':>7} "
-            f"{row.get('on_negatives', 0):>6}"
+            f"{row.get('on_negatives', 0):>6} {fmt(row.get('median_steps_to_detect'), '.0f'):>9}"
         )
     return "\n".join(lines)

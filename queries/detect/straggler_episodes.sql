@@ -18,6 +18,7 @@ SELECT 'rank' AS entity_type, e.node, e.gpu, NULL::VARCHAR AS uuid, e.job_id, e.
            'episode', e.episode,
            'first_step', e.first_step,
            'last_step', e.last_step,
+           'detected_step', e.detected_step,
            'onset_step', e.first_step,
            'logged_steps', e.rows,
            'open', e.reaches_end,
