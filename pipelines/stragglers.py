@@ -114,13 +114,16 @@ def _attempt_stats(times: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
     groups = np.array([index[int(r)] for r in valid["rank"].to_numpy()], dtype=np.int64)
     u, p = mann_whitney_greater(valid["ratio"].to_numpy().astype(np.float64), groups, len(rank_ids))
     fastest = per_rank["median_time_s"].min()
-    in_episodes = episodes.group_by("rank").agg(
-        pl.len().cast(pl.Int32).alias("episodes"), pl.col("rows").sum().alias("episode_rows"))
-    return per_rank.with_columns(
+    stats_ = per_rank.with_columns(
         (pl.lit(fastest) / pl.col("median_time_s")).alias("relative_score"),
         pl.Series("u_statistic", u),
         pl.Series("p_value_raw", p),
-    ).join(in_episodes, on="rank", how="left", coalesce=True).with_columns(
+    )
+    if episodes.is_empty():  # the usual case: skip the join
+        return stats_.with_columns(pl.lit(0, pl.Int32).alias("episodes"), pl.lit(0.0).alias("episode_share"))
+    in_episodes = episodes.group_by("rank").agg(
+        pl.len().cast(pl.Int32).alias("episodes"), pl.col("rows").sum().alias("episode_rows"))
+    return stats_.join(in_episodes, on="rank", how="left", coalesce=True).with_columns(
         pl.col("episodes").fill_null(0),
         (pl.col("episode_rows").fill_null(0) / pl.col("steps")).alias("episode_share"),
     ).drop("episode_rows")
@@ -137,10 +140,12 @@ def rank_tables_frame(times: pl.DataFrame, settings: Settings) -> tuple[pl.DataF
     params = EpisodeParams.from_params(settings.sql_params())
     parts = []
     episode_parts = [pl.DataFrame(schema=EPISODE_COLUMNS)]
+    no_episodes = episode_parts[0]
     for (job_id, attempt), group in times.group_by(["job_id", "attempt"], maintain_order=True):
         episodes = attempt_episodes(group, params)
-        episode_parts.append(episodes)
-        parts.append(_attempt_stats(group, episodes).with_columns(
+        if episodes is not None:
+            episode_parts.append(episodes)
+        parts.append(_attempt_stats(group, no_episodes if episodes is None else episodes).with_columns(
             pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")))
     all_episodes = pl.concat(episode_parts, how="vertical")
     if not parts:
