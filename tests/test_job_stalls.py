@@ -121,3 +121,19 @@ def test_stall_from_gpu_telemetry(con, levels, minutes, state, expected):
             (json.loads(r["evidence"])["detected_at"]), r["score"]) for r in rows]
     assert [(a, b, d) for a, b, _, d in got] == [(a, b, d) for a, b, _, d in expected]
     assert [dt.datetime.fromisoformat(x) for _, _, x, _ in got] == [at(c) for _, _, c, _ in expected]
+
+
+def test_stall_explained_by_hardware(con):
+    # The same 30-min telemetry hang, with an XID 79 (GPU fell off the bus: hardware) on n2 at
+    # minute 55, inside the stall: the finding stays `job_stalled`, its cause is hardware.
+    fleet = Fleet(minutes=70, nodes=["n2"])
+    add_job(fleet, "j2", "n2", 60, "failed")
+    for gpu in range(8):
+        for metric, value in HUNG.items():
+            fleet.set("n2", gpu, metric, {i: value for i in range(30, 60)})
+    fleet.events.append({"ts": at(55), "node": "n2", "gpu": 3, "uuid": "GPU-n2-3", "kind": "xid", "code": 79,
+                         "message": "GPU has fallen off the bus", "source": "dcgm"})
+    rows = stalls(con, fleet)
+    assert len(rows) == 1
+    evidence = json.loads(rows[0]["evidence"])
+    assert (evidence["cause"], evidence["hardware_findings"]) == ("hardware", ["xid"])
