@@ -254,3 +254,28 @@ def test_ranks_that_trade_places(con):
 def test_everyone_slow_together_is_no_straggler(con, spells):
     assert stragglers(con, job_fleet({}, spells=spells)) == []
     assert episode_rows(con) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 24), st.floats(0.005, 0.05))
+def test_slowdowns_shared_by_every_rank_give_no_episode(seed, ranks, noise):
+    # Whatever happens to every rank at once (a slow input pipeline: each step's time multiplied by
+    # any factor on all ranks) leaves the ratios unchanged: healthy ranks with per-step noise up to
+    # 5 % never make an episode.
+    import polars as pl
+
+    from pipelines.episodes import EpisodeParams, attempt_episodes
+
+    rng = np.random.default_rng(seed)
+    steps = 400
+    shared = np.exp(rng.normal(0, 0.5, steps))[:, None]  # per-step factor for all ranks
+    times = 10 * shared * (1 + noise * rng.standard_normal((steps, ranks)))
+    ratio = times / np.median(times, axis=1, keepdims=True)
+    frame = pl.DataFrame({
+        "job_id": "j", "attempt": 0,
+        "step": np.tile(np.arange(steps), ranks), "rank": np.repeat(np.arange(ranks), steps),
+        "node": "n1", "gpu": 0,
+        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
+        "end_ts": [T0] * (steps * ranks), "step_s": 10.0,
+    })
+    assert attempt_episodes(frame, EpisodeParams()) is None
