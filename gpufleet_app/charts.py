@@ -231,8 +231,9 @@ def goodput_breakdown(job: dict[str, float]) -> go.Figure:
     return _layout(fig, "Goodput breakdown of the job's wall time", height=200)
 
 
-def rank_heatmap(cells: pl.DataFrame) -> go.Figure:
-    """Rank × step slowdown ratio (rank time / median rank time of the step)."""
+def rank_heatmap(cells: pl.DataFrame, episodes: pl.DataFrame | None = None) -> go.Figure:
+    """Rank × step slowdown ratio (rank time / median rank time of the step); each straggler
+    episode (rank, first_step, last_step) outlined."""
     ranks = sorted(cells["rank"].unique().to_list())
     steps = sorted(cells["step_bucket"].unique().to_list())
     grid = cells.pivot(on="step_bucket", index="rank", values="ratio").sort("rank")
@@ -242,7 +243,11 @@ def rank_heatmap(cells: pl.DataFrame) -> go.Figure:
         colorbar={"title": "ratio"},
         hovertemplate="rank %{y}<br>step %{x}<br>ratio %{z:.3f}<extra></extra>",
     ))
+    for e in ([] if episodes is None else episodes.iter_rows(named=True)):
+        fig.add_shape(type="rect", x0=e["first_step"], x1=e["last_step"], y0=e["rank"] - 0.5,
+                      y1=e["rank"] + 0.5, line={"color": "black", "width": 2}, fillcolor="rgba(0,0,0,0)")
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="rank", autorange="reversed")
-    return _layout(fig, "Slowdown ratio per rank and step (1.0 = the step's median rank)",
+    return _layout(fig, "Slowdown ratio per rank and step (1.0 = the step's median rank; "
+                        "boxes: straggler episodes)",
                    height=max(260, min(700, 14 * len(ranks) + 120)))

@@ -45,6 +45,7 @@ def _steps() -> list[Step]:
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),
+        Step("job_stalls"),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),

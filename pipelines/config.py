@@ -135,11 +135,30 @@ class DetectionSettings:
     straggler_peer_z: float = 3.5
     """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
     straggler_candidate_z: float = 2.5
-    """A rank whose p95 ratio is this far out (robust z) is checked for a mid-run onset."""
+    """Unused since stragglers are episodes; kept so existing config files still load."""
     straggler_min_mad: float = 0.005
     """Floor of the ranks' median-ratio MAD (identical ranks have MAD ~0)."""
     changepoint_min_segment: int = 10
     """Change-point onset: the shortest segment (steps) on either side of the change."""
+    episode_penalty: float = 8.0
+    """Straggler episodes: change-point penalty per change, in noise variances x ln(logged steps)."""
+    episode_screen_z: float = 5.0
+    """Straggler episodes: a window of `changepoint_min_segment` steps this many standard errors
+    slow makes a rank a candidate for segmentation."""
+    episode_min_noise: float = 0.002
+    """Straggler episodes: floor of a rank's per-step ratio noise (sd)."""
+    stall_min_s: int = 600
+    """Stalled job: no step ended for at least this long (seconds) ..."""
+    stall_step_multiple: float = 20.0
+    """... and for at least this many times the attempt's median step time."""
+    stall_util_min: float = 90.0
+    """Stalled job without step logs: every GPU at or above this utilisation (%) ..."""
+    stall_power_max_w: float = 150.0
+    """... while drawing at most this power (W; an idle H100/H200 draws ~70 W) ..."""
+    stall_activity_max: float = 0.05
+    """... and its tensor-pipe activity (0-1, when reported) at most this ..."""
+    stall_telemetry_min_s: int = 600
+    """... for at least this long (seconds)."""
     max_out_share: float = 0.10
     """Policy: never cordon/drain more than this share of a cluster's nodes at once."""
 

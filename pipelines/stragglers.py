@@ -6,6 +6,10 @@ SQL cannot do well: per-rank quantiles of the ratios, a one-sided Mann-Whitney U
 rank's ratios against all other ranks' ratios of the same attempt, Holm's correction across the
 job's ranks, and nvidia-resiliency-ext's relative score for comparison.
 
+Per rank it also counts the straggler episodes (`pipelines.episodes`: spells in which the rank
+was slow, found by change-point segmentation) and the share of its steps spent in one; the
+episodes themselves become the `rank_episodes` table, one row per episode.
+
 The U test is computed for every rank of an attempt from one ranking of all its ratios
 (`scipy.stats.rankdata`), so a 512-rank x 2,000-step attempt costs one sort, not 512 tests.
 """
@@ -18,6 +22,7 @@ import polars as pl
 from scipy import stats
 
 from pipelines.config import Settings
+from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
 from pipelines.sql import bind, load_sql
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
@@ -38,6 +43,8 @@ RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
     "p_value_raw": pl.Float64(),
     "p_value": pl.Float64(),
     "is_straggler": pl.Boolean(),
+    "episodes": pl.Int32(),
+    "episode_share": pl.Float64(),
 }
 
 
@@ -86,8 +93,8 @@ def lower_median(values: np.ndarray) -> float:
     return float(ordered[(ordered.size - 1) // 2])
 
 
-def _attempt_stats(times: pl.DataFrame) -> pl.DataFrame:
-    """Per-rank statistics of one attempt's rows (sorted by rank, step)."""
+def _attempt_stats(times: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
+    """Per-rank statistics of one attempt's rows (sorted by rank, step) and its episodes."""
     per_rank = (
         times.group_by("rank", maintain_order=True)
         .agg(
@@ -107,21 +114,42 @@ def _attempt_stats(times: pl.DataFrame) -> pl.DataFrame:
     groups = np.array([index[int(r)] for r in valid["rank"].to_numpy()], dtype=np.int64)
     u, p = mann_whitney_greater(valid["ratio"].to_numpy().astype(np.float64), groups, len(rank_ids))
     fastest = per_rank["median_time_s"].min()
-    return per_rank.with_columns(
+    stats_ = per_rank.with_columns(
         (pl.lit(fastest) / pl.col("median_time_s")).alias("relative_score"),
         pl.Series("u_statistic", u),
         pl.Series("p_value_raw", p),
     )
+    if episodes.is_empty():  # the usual case: skip the join
+        return stats_.with_columns(pl.lit(0, pl.Int32).alias("episodes"), pl.lit(0.0).alias("episode_share"))
+    in_episodes = episodes.group_by("rank").agg(
+        pl.len().cast(pl.Int32).alias("episodes"), pl.col("rows").sum().alias("episode_rows"))
+    return stats_.join(in_episodes, on="rank", how="left", coalesce=True).with_columns(
+        pl.col("episodes").fill_null(0),
+        (pl.col("episode_rows").fill_null(0) / pl.col("steps")).alias("episode_share"),
+    ).drop("episode_rows")
 
 
 def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """`rank_slowdown` rows from `rank_step_times` rows (see the module docstring)."""
+    return rank_tables_frame(times, settings)[0]
+
+
+def rank_tables_frame(times: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(`rank_slowdown` rows, `rank_episodes` rows) from `rank_step_times` rows."""
     s = settings.stragglers
+    params = EpisodeParams.from_params(settings.sql_params())
     parts = []
+    episode_parts = [pl.DataFrame(schema=EPISODE_COLUMNS)]
+    no_episodes = episode_parts[0]
     for (job_id, attempt), group in times.group_by(["job_id", "attempt"], maintain_order=True):
-        parts.append(_attempt_stats(group).with_columns(pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")))
+        episodes = attempt_episodes(group, params)
+        if episodes is not None:
+            episode_parts.append(episodes)
+        parts.append(_attempt_stats(group, no_episodes if episodes is None else episodes).with_columns(
+            pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")))
+    all_episodes = pl.concat(episode_parts, how="vertical")
     if not parts:
-        return pl.DataFrame(schema=RANK_SLOWDOWN_COLUMNS)
+        return pl.DataFrame(schema=RANK_SLOWDOWN_COLUMNS), all_episodes
     frame = pl.concat(parts, how="diagonal_relaxed")
     adjusted = []
     for _, group in frame.group_by("job_id", maintain_order=True):
@@ -138,16 +166,22 @@ def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame
     # a statistic that cannot be computed (one rank alone, all times equal) is unknown: NULL, not NaN
     floats = [name for name, dtype in RANK_SLOWDOWN_COLUMNS.items() if dtype == pl.Float64()]
     frame = frame.with_columns(pl.col(floats).fill_nan(None))
-    return frame.select([pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]).sort(
+    frame = frame.select([pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]).sort(
         ["job_id", "attempt", "rank"]
     )
+    return frame, all_episodes
 
 
 STREAM_BATCH_ROWS = 1_000_000
 
 
 def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> pl.DataFrame:
-    """`rank_slowdown` rows, reading `rank_step_times` in batches, one whole job at a time.
+    """`rank_slowdown` rows (see `stream_rank_tables`)."""
+    return stream_rank_tables(con, settings)[0]
+
+
+def stream_rank_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(`rank_slowdown`, `rank_episodes`) rows, reading `rank_step_times` in batches, one whole job at a time.
 
     The rows arrive sorted by job, so every job before the last one of a batch is complete; its
     statistics (Holm's correction is per job) are computed and its rows dropped. Memory holds one
@@ -156,6 +190,7 @@ def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> 
     sql = load_sql("derived/rank_step_times")
     reader = con.sql(sql, params=bind(sql, settings.sql_params())).to_arrow_reader(STREAM_BATCH_ROWS)
     parts: list[pl.DataFrame] = []
+    episodes: list[pl.DataFrame] = []
     pending = pl.from_arrow(reader.schema.empty_table())
     for batch in reader:
         pending = pl.concat([pending, pl.from_arrow(batch)], how="vertical")
@@ -163,16 +198,25 @@ def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> 
         complete = pending.filter(pl.col("job_id") != last_job)
         pending = pending.filter(pl.col("job_id") == last_job)
         if complete.height:
-            parts.append(rank_slowdown_frame(complete, settings))
+            frame, found = rank_tables_frame(complete, settings)
+            parts.append(frame)
+            episodes.append(found)
     if pending.height or not parts:
-        parts.append(rank_slowdown_frame(pending, settings))
-    return pl.concat(parts, how="vertical").sort(["job_id", "attempt", "rank"])
+        frame, found = rank_tables_frame(pending, settings)
+        parts.append(frame)
+        episodes.append(found)
+    return (pl.concat(parts, how="vertical").sort(["job_id", "attempt", "rank"]),
+            pl.concat(episodes, how="vertical").sort(["job_id", "attempt", "rank", "episode"]))
 
 
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """Compute step: (re)create `rank_slowdown` from `rank_step_times`."""
-    con.register("rank_slowdown_rows", stream_rank_slowdown(con, settings))
+    """Compute step: (re)create `rank_slowdown` and `rank_episodes` from `rank_step_times`."""
+    slowdown, episodes = stream_rank_tables(con, settings)
+    con.register("rank_slowdown_rows", slowdown)
+    con.register("rank_episode_rows", episodes)
     try:
         con.execute("CREATE OR REPLACE TABLE rank_slowdown AS SELECT * FROM rank_slowdown_rows")
+        con.execute("CREATE OR REPLACE TABLE rank_episodes AS SELECT * FROM rank_episode_rows")
     finally:
         con.unregister("rank_slowdown_rows")
+        con.unregister("rank_episode_rows")

@@ -186,6 +186,21 @@ def _rank_steps() -> pl.DataFrame:
         "job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s"])
 
 
+def _rank_episodes(steps: pl.DataFrame) -> pl.DataFrame:
+    """The straggler episodes of the fixture's steps, by the real episode detector (rank 11 is
+    10 % slow for all 40 steps: one episode, steps 0-39)."""
+    from pipelines.config import Settings
+    from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
+
+    times = steps.sort("rank", "step").with_columns(
+        time_s=pl.col("compute_s"),
+        ratio=pl.col("compute_s") / pl.col("compute_s").median().over("step"),
+        drag_s=pl.lit(0.0),
+    )
+    found = attempt_episodes(times, EpisodeParams.from_params(Settings().sql_params()))
+    return pl.DataFrame(schema=EPISODE_COLUMNS) if found is None else found
+
+
 def _rank_slowdown(steps: pl.DataFrame) -> pl.DataFrame:
     ratios = steps.with_columns(
         ratio=pl.col("compute_s") / pl.col("compute_s").median().over("step"),
@@ -394,6 +409,7 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
         "goodput_stack": _goodput_stack(),
         "rank_slowdown": _rank_slowdown(steps),
         "node_remediation_history": _remediation_history(),
+        "rank_episodes": _rank_episodes(steps),
     }
 
 

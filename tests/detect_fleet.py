@@ -45,6 +45,7 @@ class Fleet:
     jobs: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
     ready: dict[str, list[str | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -107,6 +108,8 @@ class Fleet:
             out["job_attempts"] = pl.DataFrame(self.attempts)
         if self.steps:
             out["rank_steps"] = pl.DataFrame(self.steps)
+        if self.checkpoints:
+            out["checkpoints"] = pl.DataFrame(self.checkpoints)
         return out
 
     def load(self, con: duckdb.DuckDBPyConnection) -> None:

@@ -182,7 +182,7 @@ AVAILABILITY_TABLES = ("xid_catalogue", "data_horizon", "node_state_intervals", 
                        "fleet_availability_daily", "attempt_outcomes", "job_outcomes")
 
 
-GOODPUT_TABLES = ("attempt_clusters", "goodput_attempts", "goodput_checkpoints", "goodput_steps",
+GOODPUT_TABLES = ("attempt_clusters", "goodput_attempts", "goodput_checkpoints", "goodput_steps", "job_stalls",
                   "goodput_segments")
 
 

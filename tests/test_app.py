@@ -194,6 +194,18 @@ def test_node_drill_down_from_the_url(use_db: Path) -> None:
     assert {trace["name"] for trace in states["data"]} >= {"available", "unavailable", "unknown"}
 
 
+def test_node_page_lists_its_ranks_straggler_episodes(use_db: Path) -> None:
+    # gpu-003 hosts rank 11 of j-103, 10 % slow for the whole run: one episode listed.
+    at = open_page("nodes", node="gpu-003", week="2026-W48")
+    no_errors(at)
+    assert "Straggler episodes on this node" in [s.value for s in at.subheader]
+    episodes = next(df.value for df in at.dataframe if "first_step" in df.value.columns)
+    assert episodes[["job_id", "rank", "gpu", "first_step", "last_step"]].values.tolist() == [["j-103", 11, 3, 0, 39]]
+    # gpu-001 hosted no straggler: the section says so.
+    at = open_page("nodes", node="gpu-001", week="2026-W48")
+    assert any("No rank on this node was a straggler" in s.value for s in at.success)
+
+
 def test_node_drill_down_of_an_unknown_node(use_db: Path) -> None:
     at = open_page("nodes", node="gpu-999", week="2026-W48")
     assert not at.exception
@@ -229,6 +241,12 @@ def test_job_drill_down_from_the_url(use_db: Path) -> None:
     ranks = sql(use_db, "SELECT count(DISTINCT rank) AS n FROM rank_steps WHERE job_id = 'j-103'")["n"][0]
     assert len(heatmap["y"]) == ranks
     assert len(heatmap["x"]) <= 200
+    # The straggler's episode (rank 11, steps 0-39) is outlined on the heatmap and listed.
+    figure = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")
+    boxes = [(s["x0"], s["x1"], s["y0"], s["y1"]) for s in figure["layout"].get("shapes", [])]
+    assert boxes == [(0, 39, 10.5, 11.5)]
+    episodes = next(df.value for df in at.dataframe if "first_step" in df.value.columns)
+    assert episodes[["rank", "first_step", "last_step"]].values.tolist() == [[11, 0, 39]]
 
 
 def test_job_drill_down_shows_attempt_causes(use_db: Path) -> None:

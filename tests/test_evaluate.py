@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.compute import _steps
 from pipelines.config import Settings
-from pipelines.evaluate import SeedRun, failures, parse_seeds, run_seed, summarise
+from pipelines.evaluate import SeedRun, bounds_match, failures, parse_seeds, run_seed, summarise
 from tests.conftest import require
 
 T = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
@@ -82,6 +82,41 @@ def test_matching(findings, faults, kind, expected):
         assert row[key] == value, key
 
 
+def episode(first: int | None, last: int | None) -> dict:
+    evidence = {} if first is None else {"first_step": first, "last_step": last}
+    return {"evidence": json.dumps(evidence)}
+
+
+@pytest.mark.parametrize(
+    "hits, truth, ok",
+    [
+        # Truth steps 1,400-1,599 (200 steps: tolerance max(50, 10) = 50); found 1,400-1,599.
+        ([episode(1400, 1599)], (1400, 1599), True),
+        # Found 1,449-1,650: both ends 49 and 51 off -- the end misses.
+        ([episode(1449, 1650)], (1400, 1599), False),
+        # Truth 0-2,069 (2,070 steps: tolerance 5 % = 103.5); found 0-2,170 (101 off): within.
+        ([episode(0, 2170)], (0, 2069), True),
+        # Open until the attempt's end instead of ending at 2,069 (the old behaviour): 230 off.
+        ([episode(0, 2299)], (0, 2069), False),
+        # Two findings on the rank: the one overlapping the truth most is judged.
+        ([episode(700, 849), episode(2000, 2149)], (2000, 2149), True),
+        # A finding without steps in its evidence cannot be judged: not within.
+        ([episode(None, None)], (10, 20), False),
+    ],
+)
+def test_episode_bounds(hits, truth, ok):
+    assert bounds_match(hits, {"first_step": truth[0], "last_step": truth[1]}) is ok
+
+
+def test_findings_on_negative_cases_are_counted():
+    # A straggler finding on the all-ranks-slow negative job: 1 false positive, counted on negatives.
+    f = finding("straggler", "n1", 0, 3, 4, job_id="j9", rank=2)
+    t = fault("all_ranks_slow", "job", None, None, 2, 5, job_id="j9")
+    row = score([f], [t])["straggler"]
+    assert (row["false_positives"], row["on_negatives"]) == (1, 1)
+    assert failures({"straggler": row}) == ["straggler: precision 0.0", "straggler: 1 findings on negative cases"]
+
+
 @pytest.mark.parametrize("text, seeds", [("1..5", [1, 2, 3, 4, 5]), ("1,3", [1, 3]), ("7", [7])])
 def test_parse_seeds(text, seeds):
     assert parse_seeds(text) == seeds
@@ -108,6 +143,14 @@ def test_targets_on_a_small_suite():
     require(_has_rank_slowdown(), "the rank_slowdown compute step")
     assert {"straggler", "straggler_midrun", "two_stragglers"} <= kinds
     assert summary["straggler"]["recall"] >= 0.95
+    # The episode and stall cases with their negatives; every episode's bounds checked.
+    assert {"straggler_spell", "stragglers_trade_places", "straggler_two_spells", "straggler_sampled",
+            "all_ranks_slow", "noisy_ranks", "job_hang", "job_hang_no_step_logs", "long_checkpoint_save",
+            "data_wait"} <= kinds
+    assert summary["straggler"]["bounds_checked"] >= 10
+    assert summary["straggler"]["bounds_ok"] == summary["straggler"]["bounds_checked"]
+    assert summary["job_stalled"]["recall"] == 1.0 and summary["job_stalled"]["precision"] == 1.0
+    assert all(row["on_negatives"] == 0 for row in summary.values())
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipelines.compute import compute
 from pipelines.config import Settings
-from pipelines.detectors.changepoint import mean_shift_onset
+from pipelines.detectors.changepoint import binary_segmentation, mean_shift_onset
 from tests.detect_fleet import T0, Fleet
 
 NOISE = 0.01 * np.sin(np.arange(400) * 1.7)  # deterministic +-1 % wobble
@@ -62,19 +62,23 @@ def test_onset_is_zero_or_leaves_both_segments(n, shift_at, shift, seed):
 
 
 def job_fleet(slow: dict[int, tuple[int, float]], spread: list[float] | None = None,
-              job_id: str = "j1", offset_min: int = 0, nodes: tuple[str, str] = ("n1", "n2")) -> Fleet:
-    """A 16-rank job (ranks 0-7 on nodes[0], 8-15 on nodes[1]) of 200 steps of ~10 s.
+              job_id: str = "j1", offset_min: int = 0, nodes: tuple[str, str] = ("n1", "n2"),
+              spells: dict[int, list[tuple[int, int, float]]] | None = None, steps: int = 200) -> Fleet:
+    """A 16-rank job (ranks 0-7 on nodes[0], 8-15 on nodes[1]) of `steps` steps of ~10 s.
 
     `slow`: rank -> (first slow step, factor). `spread`: a per-rank speed factor (heterogeneous ranks).
+    `spells`: rank -> [(first step, last step, factor)], slow only inside each spell.
     """
     fleet = Fleet(nodes=list(dict.fromkeys(["n1", "n2", *nodes])), minutes=2)
     start = T0 + dt.timedelta(minutes=offset_min)
-    steps = 200
     for step in range(steps):
         for rank in range(16):
             factor = spread[rank] if spread else 1.0
             if rank in slow and step >= slow[rank][0]:
                 factor *= slow[rank][1]
+            for first, last, spell_factor in (spells or {}).get(rank, []):
+                if first <= step <= last:
+                    factor *= spell_factor
             compute_s = 9.0 * factor * (1 + 0.005 * np.sin(step * 1.3 + rank))
             fleet.steps.append({
                 "job_id": job_id, "attempt": 0, "step": step, "rank": rank,
@@ -165,3 +169,113 @@ def test_repeat_offender_host(con):
     assert [(r["node"], r["start_ts"], r["score"]) for r in offenders] == [
         ("n3", T0 + dt.timedelta(minutes=60), 2.0)]
     assert json.loads(offenders[0]["evidence"])["jobs"] == ["j1", "j2"]
+    # One straggler episode in each job: 2 episodes.
+    assert json.loads(offenders[0]["evidence"])["episodes"] == 2
+
+
+@pytest.mark.parametrize(
+    "series, expected",
+    [
+        # Flat: nothing to split.
+        ([1.0] * 60, []),
+        # A spell in the middle: 1.0 x 20, 1.3 x 20, 1.0 x 20 -> splits at 20 and 40 (each
+        # reduction is thousands of times the penalty 0.01; a tiny wobble keeps the noise > 0).
+        ([1.0 + 0.001 * (i % 2) for i in range(20)] + [1.3] * 20 + [1.0] * 20, [20, 40]),
+        # A step up at 30 of 60: one change point.
+        ([1.0] * 30 + [1.1] * 30, [30]),
+        # A 5-element spike at 30-34: segments keep >= 10 elements, so it is isolated in the
+        # 10-element segment 30-39 (the episode filter then judges that segment's median).
+        ([1.0] * 30 + [1.3] * 5 + [1.0] * 25, [30, 40]),
+    ],
+)
+def test_binary_segmentation(series, expected):
+    assert binary_segmentation(np.array(series), penalty=0.01, min_segment=10) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(20, 300), st.integers(0, 10_000), st.floats(0.0, 0.5))
+def test_change_points_leave_min_segments(n, seed, shift):
+    # Every segment between change points keeps >= min_segment elements; points are sorted.
+    rng = np.random.default_rng(seed)
+    x = 1 + 0.01 * rng.standard_normal(n)
+    x[n // 3: 2 * n // 3] += shift
+    cuts = binary_segmentation(x, penalty=8 * 0.01**2 * np.log(n), min_segment=10)
+    bounds = [0, *cuts, n]
+    assert cuts == sorted(cuts)
+    assert all(b - a >= 10 for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def episode_rows(con) -> list[tuple]:
+    return con.execute(
+        "SELECT rank, first_step, last_step, reaches_end FROM rank_episodes ORDER BY rank, first_step"
+    ).fetchall()
+
+
+def test_spell_that_starts_and_ends_is_one_episode(con):
+    # Rank 5 is 1.3x slower for steps 80-139 of 200, then normal again: one finding from the start
+    # of step 80 (T0 + 80 x 10 s = T0 + 800 s) to the end of step 139 (T0 + 1400 s), not open.
+    rows = stragglers(con, job_fleet({}, spells={5: [(80, 139, 1.3)]}))
+    assert [(r["rank"], r["start_ts"], r["end_ts"]) for r in rows] == [
+        (5, T0 + dt.timedelta(seconds=800), T0 + dt.timedelta(seconds=1400))]
+    evidence = json.loads(rows[0]["evidence"])
+    assert (evidence["first_step"], evidence["last_step"], evidence["open"]) == (80, 139, False)
+    assert evidence["median_ratio_in_episode"] == pytest.approx(1.3, abs=0.01)
+    # The whole-attempt verdict stays: 60 of 200 steps slow leaves the median ratio ~1, no
+    # straggler; 1 episode covering 60 / 200 = 30 % of the rank's steps.
+    assert con.execute("SELECT is_straggler, episodes, episode_share FROM rank_slowdown WHERE rank = 5"
+                       ).fetchall() == [(False, 1, pytest.approx(0.3))]
+
+
+def test_two_spells_are_two_episodes(con):
+    # Rank 3 5 % slow in steps 40-89 and 150-199 (50 steps each): two findings; the second runs to
+    # the last step, so it ends with the attempt (T0 + 2,000 s).
+    rows = stragglers(con, job_fleet({}, spells={3: [(40, 89, 1.05), (150, 199, 1.05)]}))
+    assert episode_rows(con) == [(3, 40, 89, False), (3, 150, 199, True)]
+    assert [r["end_ts"] for r in rows] == [T0 + dt.timedelta(seconds=900), T0 + dt.timedelta(seconds=2000)]
+
+
+def test_ranks_that_trade_places(con):
+    # Ranks 1 and 2 10 % slow for steps 0-179; then they recover and ranks 10-15 (6 of 16, so the
+    # step median moves toward them) run 7-17 % slow for steps 180-199 (20 steps = 2 x min segment).
+    late = {r: [(180, 199, f)] for r, f in zip(range(10, 16), (1.07, 1.09, 1.11, 1.13, 1.15, 1.17))}
+    stragglers(con, job_fleet({}, spells={1: [(0, 179, 1.10)], 2: [(0, 179, 1.10)], **late}))
+    assert episode_rows(con) == [(1, 0, 179, False), (2, 0, 179, False)] + [
+        (r, 180, 199, True) for r in range(10, 16)]
+
+
+@pytest.mark.parametrize(
+    "spells",
+    [
+        # Every rank 1.3x slower for steps 50-149 at once (an input pipeline, not a rank).
+        {r: [(50, 149, 1.3)] for r in range(16)},
+        # Each rank a spell of 10 % at a different time, all overlapping: not one rank apart.
+    ],
+)
+def test_everyone_slow_together_is_no_straggler(con, spells):
+    assert stragglers(con, job_fleet({}, spells=spells)) == []
+    assert episode_rows(con) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 24), st.floats(0.005, 0.05))
+def test_slowdowns_shared_by_every_rank_give_no_episode(seed, ranks, noise):
+    # Whatever happens to every rank at once (a slow input pipeline: each step's time multiplied by
+    # any factor on all ranks) leaves the ratios unchanged: healthy ranks with per-step noise up to
+    # 5 % never make an episode.
+    import polars as pl
+
+    from pipelines.episodes import EpisodeParams, attempt_episodes
+
+    rng = np.random.default_rng(seed)
+    steps = 400
+    shared = np.exp(rng.normal(0, 0.5, steps))[:, None]  # per-step factor for all ranks
+    times = 10 * shared * (1 + noise * rng.standard_normal((steps, ranks)))
+    ratio = times / np.median(times, axis=1, keepdims=True)
+    frame = pl.DataFrame({
+        "job_id": "j", "attempt": 0,
+        "step": np.tile(np.arange(steps), ranks), "rank": np.repeat(np.arange(ranks), steps),
+        "node": "n1", "gpu": 0,
+        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
+        "end_ts": [T0] * (steps * ranks), "step_s": 10.0,
+    })
+    assert attempt_episodes(frame, EpisodeParams()) is None

@@ -134,7 +134,24 @@ def job_detail(job_id: str) -> None:
         attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
         ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
     cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)
-    st.plotly_chart(charts.rank_heatmap(cells), key="rank_heatmap")
+    episodes = data.query("job_episodes", job=job_id, attempt=attempt)
+    st.plotly_chart(charts.rank_heatmap(cells, episodes), key="rank_heatmap")
+    if not episodes.is_empty():
+        st.markdown(f"**{episodes.height} straggler episode(s)** in attempt {attempt} "
+                    "(a spell in which one rank ran slower than the others):")
+        ui.table(
+            episodes.select("rank", "node", "gpu", "first_step", "last_step", "start_ts", "end_ts", "open",
+                            "median_ratio", "drag_s"),
+            column_config={
+                "first_step": st.column_config.NumberColumn("first step"),
+                "last_step": st.column_config.NumberColumn("last step"),
+                "start_ts": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
+                "end_ts": st.column_config.DatetimeColumn("ended (UTC)", format="YYYY-MM-DD HH:mm"),
+                "open": st.column_config.CheckboxColumn("to the end"),
+                "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
+                "drag_s": st.column_config.NumberColumn("drag s", format="%.1f"),
+            },
+        )
     stragglers = ranks.filter(pl.col("is_straggler"))
     if stragglers.is_empty():
         st.success("No straggler rank: no rank is consistently slower than its peers.")

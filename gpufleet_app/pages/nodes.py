@@ -151,6 +151,27 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     else:
         ui.table(container=right, frame=events.select("ts", "gpu", "kind", "code", "message"))
 
+    st.subheader("Straggler episodes on this node")
+    episodes = data.query("node_episodes", **params)
+    if episodes.is_empty():
+        st.success("No rank on this node was a straggler this week.")
+    else:
+        jobs_hit = episodes["job_id"].n_unique()
+        st.caption(f"{episodes.height} episode(s) in {jobs_hit} job(s): spells in which a rank on this node "
+                   "ran slower than its job's other ranks. Spells that repeat across jobs point at the host.")
+        ui.table(
+            episodes.select("job_id", "attempt", "rank", "gpu", "first_step", "last_step", "start_ts", "end_ts",
+                            "open", "median_ratio", "drag_s"),
+            key="node_episodes",
+            column_config={
+                "start_ts": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
+                "end_ts": st.column_config.DatetimeColumn("ended (UTC)", format="YYYY-MM-DD HH:mm"),
+                "open": st.column_config.CheckboxColumn("to the end"),
+                "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
+                "drag_s": st.column_config.NumberColumn("drag s", format="%.1f"),
+            },
+        )
+
     st.subheader("Jobs that ran here")
     jobs = data.query("node_jobs", **params)
     if jobs.is_empty():

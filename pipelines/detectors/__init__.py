@@ -1,8 +1,9 @@
 """Anomaly detection: every detector's findings become rows of the `anomalies` table.
 
 Detectors are SQL files under `queries/detect/` (thresholds and episodes: counters, XIDs, peers,
-NIC links, telemetry gaps, condition flapping, repeat offenders) plus Python for the statistics
-SQL cannot do (the straggler onset's change point). Each returns anomaly candidates with the
+NIC links, telemetry gaps, condition flapping, straggler episodes, stalled jobs, repeat
+offenders); the statistics SQL cannot do (the straggler episodes' change points) are computed by
+the rank_slowdown step (`pipelines/episodes.py`), which writes `rank_episodes`. Each returns anomaly candidates with the
 columns of `CANDIDATE_SCHEMA`; `queries/detect/finalize.sql` turns them into `anomalies` rows
 (stable id, UUID, impact). `detect_anomalies` is the `gpufleet compute` step.
 """
@@ -17,7 +18,6 @@ import duckdb
 import polars as pl
 
 from pipelines.config import Settings
-from pipelines.detectors.stragglers import straggler_candidates
 from pipelines.sql import bind, load_sql, queries_dir
 
 SQL_DETECTORS: tuple[str, ...] = (
@@ -27,8 +27,10 @@ SQL_DETECTORS: tuple[str, ...] = (
     "nic_links",
     "telemetry_gaps",
     "condition_flaps",
+    "job_stalled",
 )
-"""`queries/detect/<name>.sql` files run before the stragglers (order does not matter)."""
+"""`queries/detect/<name>.sql` files run before the stragglers, in this order: only `job_stalled`
+needs to be last (it reads the hardware findings of the others)."""
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
@@ -109,6 +111,13 @@ def _create_shared(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, 
     con.execute(f"CREATE OR REPLACE TEMP TABLE detect_{name} AS {sql}", bind(sql, params))
 
 
+def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
+    ).fetchall()
+    return rows[0][0] > 0
+
+
 def _setting(con: duckdb.DuckDBPyConnection, name: str) -> Any:
     return con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
 
@@ -135,7 +144,8 @@ def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
     params = detection_params(con, settings)
     _create_candidates(con)
     _run_sql_detectors(con, params)
-    _insert_rows(con, straggler_candidates(con, params))
+    if _table_exists(con, "rank_episodes"):
+        _insert_sql(con, "straggler_episodes", params)
     _insert_sql(con, "repeat_offenders", params)
     final = load_sql("detect/finalize").strip().rstrip(";")
     con.execute("DELETE FROM anomalies")

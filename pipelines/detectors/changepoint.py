@@ -48,3 +48,45 @@ def mean_shift_onset(
         return 0
     test = stats.ttest_ind(after, before, equal_var=False, alternative="greater")
     return best if float(test.pvalue) < alpha else 0
+
+
+def best_split(cumsum: np.ndarray, lo: int, hi: int, min_segment: int) -> tuple[int, float]:
+    """The split k (lo < k < hi) of x[lo:hi] that most reduces the sum of squared errors.
+
+    `cumsum` = np.concatenate([[0], np.cumsum(x)]). Returns (k, reduction); (-1, 0.0) when the
+    segment is too short to leave `min_segment` elements on either side. For a mean shift the
+    reduction is n1 n2 / n (mean1 - mean2)^2, from cumulative sums in O(n).
+    """
+    n = hi - lo
+    if n < 2 * min_segment:
+        return -1, 0.0
+    k = np.arange(lo + min_segment, hi - min_segment + 1)
+    left = cumsum[k] - cumsum[lo]
+    right = cumsum[hi] - cumsum[k]
+    n1 = (k - lo).astype(float)
+    n2 = n - n1
+    gain = n1 * n2 / n * (left / n1 - right / n2) ** 2
+    best = int(np.argmax(gain))
+    return int(k[best]), float(gain[best])
+
+
+def binary_segmentation(x: np.ndarray, *, penalty: float, min_segment: int = 10) -> list[int]:
+    """Change points of the mean of `x` (sorted split indices), by binary segmentation.
+
+    A segment is split at its best split while that split's SSE reduction exceeds `penalty`
+    (in the units of x squared: callers pass a multiple of the noise variance). Each side keeps
+    at least `min_segment` elements. A spell that starts and ends gives two change points; a
+    series with no shift gives none.
+    """
+    x = np.asarray(x, dtype=float)
+    cumsum = np.concatenate([[0.0], np.cumsum(x)])
+    found: list[int] = []
+    pending = [(0, x.size)]
+    while pending:
+        lo, hi = pending.pop()
+        k, gain = best_split(cumsum, lo, hi, min_segment)
+        if k < 0 or gain <= penalty:
+            continue
+        found.append(k)
+        pending += [(lo, k), (k, hi)]
+    return sorted(found)

@@ -18,6 +18,10 @@ negative cases (any finding on them is a false positive)
 - `noisy_gpu`: a healthy GPU whose clock, power and temperature readings are noisy (+-4 % / +-3 C).
 - `counter_reset`: a node reboot resets a GPU's large ECC and PCIe counters to 0.
 
+Straggler episodes (spells that start and end, ranks that trade places, sampled step logs) and
+stalled jobs (hangs), with their negatives, are injected last by
+`pipelines.detectors.scenarios_episodes`.
+
 Rank injections scale the rank's compute_s; the synchronous step_s of every rank grows by how
 much the new slowest rank exceeds the old one. end_ts is left as simulated (a few seconds per
 hundred steps; the detectors read ratios, not end times).
@@ -32,6 +36,15 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines.detectors.scenarios_episodes import (
+    EPISODE_NEGATIVE_CASES,
+    EPISODE_POSITIVE_CASES,
+    STALL_NEGATIVE_CASES,
+    STALL_POSITIVE_CASES,
+    inject_stalls,
+    inject_straggler_episodes,
+)
+
 PCIE = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 NVLINK = "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"
 REMAP = "DCGM_FI_DEV_ROW_REMAP_FAILURE"
@@ -39,8 +52,9 @@ SBE = "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"
 NOISY_METRICS = {"DCGM_FI_DEV_SM_CLOCK": 0.04, "DCGM_FI_DEV_POWER_USAGE": 0.04}
 
 POSITIVE_CASES = ("pcie_replay", "nvlink_errors", "row_remap_failure", "straggler",
-                  "straggler_midrun", "two_stragglers")
-NEGATIVE_CASES = ("heterogeneous_ranks", "noisy_gpu", "counter_reset")
+                  "straggler_midrun", "two_stragglers", *EPISODE_POSITIVE_CASES, *STALL_POSITIVE_CASES)
+NEGATIVE_CASES = ("heterogeneous_ranks", "noisy_gpu", "counter_reset", *EPISODE_NEGATIVE_CASES,
+                  *STALL_NEGATIVE_CASES)
 
 
 @dataclass
@@ -256,4 +270,6 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
     if rows:
         extra = pl.DataFrame(rows).cast({c: t for c, t in truth.schema.items()}, strict=False)
         frames["ground_truth"] = pl.concat([truth, extra.select(truth.columns)])
+    frames = inject_straggler_episodes(frames, seed)
+    frames = inject_stalls(frames, seed)
     return frames

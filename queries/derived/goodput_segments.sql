@@ -4,11 +4,14 @@
 --   init        attempt start to its first step start, plus program startup of the first kept step
 --               (its whole startup_us, net of the checkpoints inside the step, which stay checkpoint)
 --   checkpoint  blocking checkpoint save or restore, wherever it falls inside an attempt
---   wasted      steps whose progress was lost (after the last checkpoint, or recomputed later)
+--   wasted      steps whose progress was lost (after the last checkpoint, or recomputed later), and
+--               the stalls (job_stalls: no step ended for a long time, a hang) of attempts that then
+--               failed, wherever they fall
 --   recovery    from the end of an attempt to the start of the next, or to the data horizon for a
 --               running job waiting for a requeue (GPUs released: gpus = 0)
 --   other       the rest: stalls, the tail after the last step, the job's end after its last attempt
--- Each instant takes the first matching label: checkpoint > program startup > step (kept: productive,
+-- Each instant takes the first matching label: checkpoint > program startup > stall of an attempt
+-- that failed (wasted) > step (kept: productive,
 -- lost: wasted) > before the first step (init) / kept part of an attempt without step timings
 -- (productive) > rest of the attempt (other; wasted for an attempt without step timings)
 -- > recovery gap / tail after the last attempt. Attempts never overlap (see goodput_attempts).
@@ -53,30 +56,35 @@ labels AS (
     LEFT JOIN startup_checkpoints k USING (job_id, attempt, step)
     WHERE s.startup_us > 0
     UNION ALL
-    -- 3. steps
-    SELECT s.job_id, s.attempt, a.gpus, 3, CASE WHEN s.kept THEN 'productive' ELSE 'wasted' END,
+    -- 3. a stall (hang) of an attempt that then failed: its GPU time is wasted
+    SELECT job_id, attempt, gpus, 3, 'wasted', start_us, end_us
+    FROM job_stalls
+    WHERE failed
+    UNION ALL
+    -- 4. steps
+    SELECT s.job_id, s.attempt, a.gpus, 4, CASE WHEN s.kept THEN 'productive' ELSE 'wasted' END,
            s.start_us, s.end_us
     FROM goodput_steps s
     JOIN goodput_attempts a USING (job_id, attempt)
     UNION ALL
-    -- 4a. initialisation: attempt start to its first step start
-    SELECT s.job_id, s.attempt, a.gpus, 4, 'init', a.start_us, min(s.start_us)
+    -- 5a. initialisation: attempt start to its first step start
+    SELECT s.job_id, s.attempt, a.gpus, 5, 'init', a.start_us, min(s.start_us)
     FROM goodput_steps s
     JOIN goodput_attempts a USING (job_id, attempt)
     GROUP BY s.job_id, s.attempt, a.gpus, a.start_us
     UNION ALL
-    -- 4b. attempt without step timings: kept up to its last save, or all of it when it keeps all
-    SELECT job_id, attempt, gpus, 4, 'productive', start_us,
+    -- 5b. attempt without step timings: kept up to its last save, or all of it when it keeps all
+    SELECT job_id, attempt, gpus, 5, 'productive', start_us,
            CASE WHEN keeps_all THEN end_us ELSE least(end_us, coalesce(last_save_end_us, start_us)) END
     FROM goodput_attempts
     WHERE NOT has_steps
     UNION ALL
-    -- 5. the rest of the attempt
-    SELECT job_id, attempt, gpus, 5, CASE WHEN has_steps THEN 'other' ELSE 'wasted' END, start_us, end_us
+    -- 6. the rest of the attempt
+    SELECT job_id, attempt, gpus, 6, CASE WHEN has_steps THEN 'other' ELSE 'wasted' END, start_us, end_us
     FROM goodput_attempts
     UNION ALL
-    -- 6a. recovery: end of an attempt to the next attempt's start (by start time)
-    SELECT job_id, attempt, 0, 6, 'recovery', end_us, next_start_us
+    -- 7a. recovery: end of an attempt to the next attempt's start (by start time)
+    SELECT job_id, attempt, 0, 7, 'recovery', end_us, next_start_us
     FROM (
         SELECT job_id, attempt, end_us,
                lead(start_us) OVER (PARTITION BY job_id ORDER BY start_us, attempt) AS next_start_us
@@ -84,9 +92,9 @@ labels AS (
     )
     WHERE next_start_us > end_us
     UNION ALL
-    -- 6b. the job's end after its last attempt ended (GPUs released); a running job is waiting
+    -- 7b. the job's end after its last attempt ended (GPUs released); a running job is waiting
     --     for its next attempt: recovery
-    SELECT job_id, arg_max(attempt, end_us), 0, 6,
+    SELECT job_id, arg_max(attempt, end_us), 0, 7,
            CASE WHEN bool_or(is_running) THEN 'recovery' ELSE 'other' END, max(end_us), any_value(job_end_us)
     FROM goodput_attempts
     GROUP BY job_id
@@ -116,7 +124,7 @@ labelled AS (
     SELECT e.job_id, e.start_us, e.end_us, l.attempt, l.gpus, l.category
     FROM (
         SELECT e.job_id, e.start_us, e.end_us, p.priority
-        FROM elementary e, range(1, 7) p(priority)
+        FROM elementary e, range(1, 8) p(priority)
         WHERE e.end_us IS NOT NULL AND e.end_us > e.start_us
     ) e
     ASOF JOIN (SELECT * FROM labels WHERE end_us > start_us) l

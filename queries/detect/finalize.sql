@@ -2,7 +2,7 @@
 -- a stable id (hash of kind, entity and start), the GPU's UUID when the detector did not know it,
 -- `detected_at` folded into the evidence. impact_gpu_h and goodput_lost_gpu_h are filled later, by
 -- queries/detect/impact.sql, once job outcomes are known (0 here; a straggler's goodput lost is its
--- own, from its evidence: drag x GPUs).
+-- own, from its evidence: drag x GPUs; a stalled job's, its wasted GPU-hours).
 WITH uuids AS (
     SELECT node, gpu, any_value(uuid) AS uuid
     FROM gpu_samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND uuid IS NOT NULL

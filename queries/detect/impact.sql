@@ -4,7 +4,7 @@
 --                      [start, end), in hours, open ends at the data horizon `$horizon`. Node and GPU
 --                      findings count every attempt whose node list holds the node (a synchronous job
 --                      slows with its sickest GPU; for a GPU an upper bound when small jobs share the
---                      node); rank findings count their own job only.
+--                      node); rank and job findings count their own job only.
 --   goodput_lost_gpu_h the goodput lost by the attempts the finding ended, in GPU-hours: node and GPU
 --                      findings: attempts that are fleet failures of class hardware implicating the
 --                      finding's node (attempt_outcomes.implicated_nodes) and that ended from
@@ -13,11 +13,11 @@
 --                      `wasted`, x the GPUs held) plus the recovery gap after it (`recovery`, x the
 --                      job's GPUs: they were idle waiting for the restart). A finding that kills a job
 --                      the instant it appears has impact_gpu_h 0 and the job's loss here. Rank
---                      (straggler) findings keep their own (drag x GPUs). Two findings behind one
+--                      (straggler) and job (stalled) findings keep their own (drag x GPUs; wasted). Two findings behind one
 --                      failed attempt both show its loss: do not sum this column across findings.
 UPDATE anomalies
 SET impact_gpu_h = f.impact_gpu_h,
-    goodput_lost_gpu_h = CASE WHEN anomalies.entity_type = 'rank' THEN anomalies.goodput_lost_gpu_h
+    goodput_lost_gpu_h = CASE WHEN anomalies.entity_type IN ('rank', 'job') THEN anomalies.goodput_lost_gpu_h
                               ELSE f.goodput_lost_gpu_h END
 FROM (
     WITH exposure AS (
@@ -27,7 +27,7 @@ FROM (
                    - greatest(a.start_ts, c.start_ts)))) / 3600.0 AS gpu_h
         FROM anomalies c
         JOIN job_attempts a
-          ON (CASE WHEN c.entity_type = 'rank' THEN a.job_id = c.job_id ELSE list_contains(a.nodes, c.node) END)
+          ON (CASE WHEN c.entity_type IN ('rank', 'job') THEN a.job_id = c.job_id ELSE list_contains(a.nodes, c.node) END)
          AND a.start_ts < coalesce(c.end_ts, $horizon::TIMESTAMPTZ)
          AND coalesce(a.end_ts, $horizon::TIMESTAMPTZ) > c.start_ts
         JOIN jobs j ON j.job_id = a.job_id
@@ -45,7 +45,7 @@ FROM (
         SELECT c.anomaly_id, sum(l.gpu_h) AS gpu_h
         FROM anomalies c
         JOIN attempt_outcomes o
-          ON c.entity_type <> 'rank' AND o.fleet_failure AND o.failure_class = 'hardware'
+          ON c.entity_type NOT IN ('rank', 'job') AND o.fleet_failure AND o.failure_class = 'hardware'
          AND list_contains(o.implicated_nodes, c.node)
          AND o.end_ts >= c.start_ts - to_seconds($failure_before_s)
          AND o.end_ts <= coalesce(c.end_ts, $horizon::TIMESTAMPTZ) + to_seconds($failure_after_s)
