@@ -59,6 +59,7 @@ def _steps() -> list[Step]:
         Step("job_outcomes"),
         Step("goodput_stack"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
+        Step("gpu_inventory"),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]

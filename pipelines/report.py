@@ -2,7 +2,10 @@
 
 Content (SQL in `queries/report/`): the weekly summary with week-over-week deltas, the goodput
 stack in GPU-hours, failed attempts by class and cause (state or XID), and the nodes that lost
-the most GPU-hours. Every number comes from the derived tables `gpufleet compute` builds.
+the most GPU-hours. The 12-week trend table and goodput per team and per queue are the
+dashboard's own queries (`queries/app/trends.sql`, `queries/app/goodput_groups.sql`), so the
+report and the overview show the same numbers. Every number comes from the derived tables
+`gpufleet compute` builds.
 """
 
 from __future__ import annotations
@@ -27,6 +30,17 @@ from pipelines.weeks import IsoWeek
 FORMATS = ("md", "json", "html")
 ALL_CLUSTERS = "*"
 """The `cluster` value of all-clusters rows in weekly_summary and of the report's default scope."""
+TREND_WEEKS = 12
+"""Weeks in the trend table, the report's week included (as the dashboard's Trends section)."""
+TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("node_availability", "Availability", "ratio"),
+    ("job_success_rate", "Job success", "ratio"),
+    ("goodput", "Goodput", "ratio"),
+    ("ettr", "ETTR", "ratio"),
+    ("mtbf_h", "MTBF", "hours"),
+    ("mttr_h", "MTTR", "hours"),
+    ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
+)
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -64,11 +78,16 @@ class WeeklyReport:
     """failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
+    trends: pl.DataFrame
+    """week, cluster, week_start, node_availability, job_success_rate, goodput, ettr, mtbf_h, ...:
+    the TREND_WEEKS weeks to the report's week, of its cluster (all clusters: each and '*')."""
+    goodput_groups: pl.DataFrame
+    """grouping ('team' / 'queue'), name, jobs, allocated_gpu_h, productive_gpu_h, ..., goodput."""
 
 
 REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
-    "node_availability_daily", "node_state_intervals",
+    "node_availability_daily", "node_state_intervals", "goodput_segments",
 ]
 
 
@@ -110,7 +129,15 @@ def build_report(
         goodput_stack=query_pl(con, "report/goodput_stack", params),
         failures=query_pl(con, "report/failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
+        trends=trend_rows(con, week, cluster),
+        goodput_groups=query_pl(con, "app/goodput_groups", params),
     )
+
+
+def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> pl.DataFrame:
+    """The dashboard's trend query for the report's scope: one cluster, or every cluster and '*'."""
+    rows = query_pl(con, "app/trends", {"week": week.label, "weeks": TREND_WEEKS})
+    return rows if cluster == ALL_CLUSTERS else rows.filter(pl.col("cluster") == cluster)
 
 
 # ---------------------------------------------------------------- formatting
@@ -191,6 +218,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
     ]
+    trends = [
+        [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
+         *[format_value(r[column], unit) for column, _, unit in TREND_COLUMNS]]
+        for r in report.trends.iter_rows(named=True)
+    ]
+    groups = [
+        [r["grouping"], r["name"], str(r["jobs"]), _gpu_h(r["allocated_gpu_h"]),
+         _gpu_h(r["productive_gpu_h"]), _gpu_h(r["init_gpu_h"]), _gpu_h(r["checkpoint_gpu_h"]),
+         _gpu_h(r["wasted_gpu_h"]), _gpu_h(r["other_gpu_h"]), _pct(r["goodput"])]
+        for r in report.goodput_groups.iter_rows(named=True)
+    ]
     return [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -202,6 +240,14 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"], failures,
          ("Failed attempts that ended this week; cause is the XID seen on the attempt's nodes "
           "around its end, else its final state.")),
+        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in TREND_COLUMNS]], trends,
+         ("Per ISO week and cluster, from the weekly summary; a week without data has no row. "
+          "MTBF n/a: no failure that week.")),
+        ("Goodput by team and queue",
+         ["By", "Name", "Jobs", "Allocated GPU-h", "Productive GPU-h", "Init GPU-h", "Checkpoint GPU-h",
+          "Wasted GPU-h", "Other GPU-h", "Goodput"], groups,
+         ("Allocated GPU-hours of the week split as the goodput stack splits them; goodput = "
+          "productive / allocated, summed over the group's jobs.")),
         (f"Top {len(nodes)} nodes by lost GPU-hours",
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
@@ -243,6 +289,8 @@ def to_json(report: WeeklyReport) -> str:
         "goodput_stack": _records(report.goodput_stack),
         "failures": _records(report.failures),
         "top_nodes": _records(report.top_nodes),
+        "trends": _records(report.trends),
+        "goodput_groups": _records(report.goodput_groups),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 
