@@ -105,7 +105,6 @@ def failure_pareto(container, pareto: pl.DataFrame) -> None:
 
 
 GROUP_COLUMNS = {
-    "name": st.column_config.TextColumn("name"),
     "jobs": st.column_config.NumberColumn("jobs"),
     "goodput_pct": st.column_config.NumberColumn("goodput", format="%.2f %%"),
     **{
@@ -131,9 +130,10 @@ def goodput_groups(filters: ui.Filters) -> None:
         column.markdown(f"**Per {grouping}**")
         ui.table(
             part.select(
-                "name", "jobs", (pl.col("goodput") * 100).alias("goodput_pct"), "allocated_gpu_h",
+                pl.col("name").alias(grouping), "jobs", (pl.col("goodput") * 100).alias("goodput_pct"),
+                "allocated_gpu_h",
                 "productive_gpu_h", "init_gpu_h", "checkpoint_gpu_h", "wasted_gpu_h", "other_gpu_h",
             ),
             container=column, key=f"goodput_{grouping}",
-            column_config={**GROUP_COLUMNS, "name": st.column_config.TextColumn(grouping)},
+            column_config=GROUP_COLUMNS,
         )
