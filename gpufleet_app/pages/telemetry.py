@@ -16,14 +16,14 @@ FIELDS = {
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "Tensor pipe active (0-1)",
     "DCGM_FI_DEV_MEMORY_TEMP": "Memory temperature (°C)",
 }
+# URL value -> (query column, wording). min finds the throttled GPU, max the hottest one.
 STATISTICS = {
     "mean": ("mean_value", "mean"),
     "min": ("min_value", "minimum"),
     "max": ("max_value", "maximum"),
 }
-"""URL value -> (query column, wording). min finds the throttled GPU, max the hottest one."""
+# At most this many time columns per week: 1-hour columns (168) from the 15-minute rollup.
 MAX_COLUMNS = 200
-"""At most this many time columns per week: 1-hour columns (168) from the 15-minute rollup."""
 
 st.title("Fleet telemetry")
 filters = ui.week_and_cluster()
