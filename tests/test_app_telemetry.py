@@ -186,3 +186,10 @@ def test_fleet_heatmap_cluster_without_telemetry(use_db: Path) -> None:
     at = open_page("telemetry", week="2026-W48", cluster="c2")
     no_errors(at)
     assert any("No `DCGM_FI_DEV_GPU_TEMP` samples" in i.value for i in at.info)
+
+
+def test_fleet_telemetry_page_shows_no_stray_text(use_db: Path) -> None:
+    # Streamlit draws a bare string literal of a page script: the page's notes must be comments
+    at = open_page("telemetry", week="2026-W48")
+    no_errors(at)
+    assert [m.value for m in at.markdown if "column" in m.value or "URL" in m.value] == []

@@ -6,6 +6,7 @@ negative rate."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
@@ -162,7 +163,7 @@ def test_clock_event_reasons_decoded(tmp_path: Path, field: str, mask: int, reas
 
 def prometheus_increase(values: list[float]) -> float:
     """Sum over consecutive samples of the rise, a drop counting as the new value."""
-    return sum(v if v < prev else v - prev for prev, v in zip(values, values[1:]))
+    return sum(v if v < prev else v - prev for prev, v in pairwise(values))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
