@@ -133,7 +133,9 @@ def counter_rates(rates: pl.DataFrame) -> go.Figure:
                         vertical_spacing=0.08)
     for row, counter in enumerate(counters, start=1):
         part = rates.filter(pl.col("counter") == counter)
-        for gpu in part["gpu"].unique(maintain_order=True).to_list():
+        # only the GPUs whose counter went up: a flat line per healthy GPU hides the sick one
+        moved = part.group_by("gpu", maintain_order=True).agg(pl.col("increase").sum())
+        for gpu in moved.filter(pl.col("increase") > 0)["gpu"].to_list():
             series = part.filter(pl.col("gpu").is_null() if gpu is None else pl.col("gpu") == gpu)
             name = "node" if gpu is None else f"gpu {gpu}"
             fig.add_scatter(x=charts._utc_naive(series["bucket_ts"]), y=series["per_hour"].to_numpy(),
@@ -141,8 +143,11 @@ def counter_rates(rates: pl.DataFrame) -> go.Figure:
                             legendgroup=name, showlegend=row == 1, row=row, col=1,
                             hovertemplate=f"{name}: %{{y:,.1f}} per hour<extra>{counter}</extra>")
         fig.update_yaxes(title_text="per hour", rangemode="tozero", row=row, col=1)
-    return _layout(fig, "Error counters, rate per hour (reset-safe increases)",
-                   height=140 + 200 * max(1, len(counters)))
+    _layout(fig, "Error counters, rate per hour (reset-safe increases)",
+            height=160 + 200 * max(1, len(counters)))
+    # panel titles sit where the shared legend would: the legend goes under the panels
+    fig.update_layout(legend={"y": -0.08, "yanchor": "top"}, margin={"b": 40})
+    return fig
 
 
 def clock_reasons(reasons: pl.DataFrame) -> go.Figure:

@@ -72,8 +72,8 @@ def clock_reasons(params: dict[str, Any]) -> None:
         "The reasons bitmask decoded per NVIDIA's documented bits (gpu_idle 0x1, "
         "applications_clocks_setting 0x2, sw_power_cap 0x4, hw_slowdown 0x8, sync_boost 0x10, "
         "sw_thermal_slowdown 0x20, hw_thermal_slowdown 0x40, hw_power_brake_slowdown 0x80, "
-        "display_clock_setting 0x100). Hours = share of each 15-minute bucket's samples with the "
-        "bit set x 0.25 h; an idle GPU is `gpu_idle`, not throttled."
+        "display_clock_setting 0x100). Hours = share of the GPU's samples with the bit set x the "
+        "hours it reported the field; an idle GPU is `gpu_idle`, not throttled."
     )
     grid = (
         active.with_columns(pl.format("gpu {}", "gpu").alias("gpu_label"))

@@ -53,7 +53,9 @@ def test_counters_are_rates_per_hour_reset_safe(use_db: Path) -> None:
     chart = figure(at, "Error counters, rate per hour (reset-safe increases)")
     # Only the counter that went up gets a panel (ECC SBE); the flat DBE counter is named below it.
     assert [a["text"] for a in chart["layout"]["annotations"]] == ["ECC single-bit errors"]
-    trace = next(t for t in chart["data"] if t["name"] == f"gpu {ECC_GPU}")
+    # only the GPU whose counter went up is drawn (the other seven stayed at 0)
+    assert [t["name"] for t in chart["data"]] == [f"gpu {ECC_GPU}"]
+    trace = chart["data"][0]
     rates = dict(zip(trace["x"], values(trace["y"])))
     # fixture: 100 until 11-26 00:00, then 105, 110, ... 130 every half hour to 02:30 (+5 each:
     # 10 per hour at 00, 01, 02 h), reset to 2 at 03:00 -> the new value, +2 (never -128)
