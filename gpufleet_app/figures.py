@@ -42,6 +42,8 @@ def trends(frame: pl.DataFrame, metrics: list[tuple[str, str, bool]], mondays: l
     fig = make_subplots(rows=rows, cols=columns, subplot_titles=[title for _, title, _ in metrics],
                         vertical_spacing=0.16, horizontal_spacing=0.06)
     clusters = sorted(frame["cluster"].unique().to_list(), key=lambda c: (c != ALL_CLUSTERS, c))
+    # ISO week labels as categories: one tick per week, exactly under its point
+    labels = [f"W{monday.isocalendar().week:02d}" for monday in mondays]
     for position, (column, _, is_ratio) in enumerate(metrics):
         row, col = divmod(position, columns)
         for index, cluster in enumerate(clusters):
@@ -52,16 +54,19 @@ def trends(frame: pl.DataFrame, metrics: list[tuple[str, str, bool]], mondays: l
             ys = [None if y is None else (y * 100 if is_ratio else y) for y in ys]
             color = "#111" if cluster == ALL_CLUSTERS else PALETTE[index % len(PALETTE)]
             fig.add_scatter(
-                x=mondays, y=ys, mode="lines+markers", row=row + 1, col=col + 1,
+                x=labels, y=ys, mode="lines+markers", row=row + 1, col=col + 1,
                 name="all clusters" if cluster == ALL_CLUSTERS else cluster, legendgroup=cluster,
                 showlegend=position == 0,
                 line={"color": color, "width": 2.5 if cluster == ALL_CLUSTERS else 1.5},
                 marker={"size": 5},
-                hovertemplate="%{x|%G-W%V}: %{y:,.2f}" + (" %" if is_ratio else "") + "<extra>"
+                hovertemplate="%{x}: %{y:,.2f}" + (" %" if is_ratio else "") + "<extra>"
                               + ("all clusters" if cluster == ALL_CLUSTERS else cluster) + "</extra>",
             )
-    fig.update_xaxes(tickformat="W%V", dtick=7 * 86_400_000 * 2)
-    return _layout(fig, "Per ISO week and cluster", height=260 * rows + 60)
+    fig.update_xaxes(type="category", tickangle=0, tickfont={"size": 9})
+    _layout(fig, "Per ISO week and cluster", height=260 * rows + 90)
+    # the legend above the panel titles, not over them
+    fig.update_layout(legend={"y": 1.1, "yanchor": "bottom"}, margin={"t": 120})
+    return fig
 
 
 # ---------------------------------------------------------------- weighted Pareto
