@@ -195,3 +195,22 @@ def test_fleet_telemetry_page_shows_no_stray_text(use_db: Path) -> None:
     at = open_page("telemetry", week="2026-W48")
     no_errors(at)
     assert [m.value for m in at.markdown if "column" in m.value or "URL" in m.value] == []
+
+
+def test_rollup_from_an_older_version_asks_for_a_recompute(app_db: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # a database computed before the rollup had `increase`: a clear message, not a traceback
+    import shutil
+
+    import duckdb
+
+    old = tmp_path / "old.duckdb"
+    shutil.copyfile(app_db, old)
+    con = duckdb.connect(str(old))
+    con.execute("ALTER TABLE gpu_samples_15m DROP COLUMN increase")
+    con.close()
+    monkeypatch.setenv("GPUFLEET_DB", str(old))
+    at = open_page("nodes", node=ECC_NODE, week="2026-W48")
+    assert not at.exception
+    assert any("computed by an older gpufleet" in e.value for e in at.error)
+    assert any("gpufleet compute --force" in m.value for m in at.markdown)
