@@ -62,10 +62,12 @@ def trends(frame: pl.DataFrame, metrics: list[tuple[str, str, bool]], mondays: l
                 hovertemplate="%{x}: %{y:,.2f}" + (" %" if is_ratio else "") + "<extra>"
                               + ("all clusters" if cluster == ALL_CLUSTERS else cluster) + "</extra>",
             )
-    fig.update_xaxes(type="category", tickangle=0, tickfont={"size": 9})
+    # every third week labelled, counting back from the chosen one, so the labels never run together
+    fig.update_xaxes(type="category", tickangle=0, tickmode="array", tickvals=labels[::-3])
     _layout(fig, "Per ISO week and cluster", height=260 * rows + 90)
-    # the legend above the panel titles, not over them
-    fig.update_layout(legend={"y": 1.1, "yanchor": "bottom"}, margin={"t": 120})
+    # the legend right of the title, above the panel titles, not over either
+    fig.update_layout(legend={"x": 1, "xanchor": "right", "y": 1.1, "yanchor": "bottom"},
+                      margin={"t": 120})
     return fig
 
 
