@@ -1,7 +1,8 @@
 """The app's page queries, warm, without Streamlit: `python -m benchmarks.app_queries PAGE WEEK`.
 
 Each page's queries are the `queries/app/*.sql` files its module passes to `data.query(...)`
-(found by reading `gpufleet_app/pages/<page>.py`), run through `pipelines.sql.query_pl`,
+(found by reading `gpufleet_app/pages/<page>.py` and the `gpufleet_app` modules it imports, such
+as `trends` and `telemetry`), run through `pipelines.sql.query_pl`,
 the function the app's `data.query` calls, with the parameters a reviewer's first visit
 uses: the week, all clusters, the busiest node, the job with the most ranks, no filters.
 Each query runs once cold, then `WARM_RUNS` times; a page's warm time is the sum over its
@@ -26,8 +27,14 @@ from pipelines.store import connect
 WARM_RUNS = 3
 # What the pages pass beyond the shared parameters (see the `data.query` calls in the page modules).
 PAGE_PARAMS: dict[str, dict[str, Any]] = {"anomalies": {"node": "*", "job": "*"}}
-QUERY_PARAMS: dict[str, dict[str, Any]] = {"anomaly_list": {"job": "*"}}
+QUERY_PARAMS: dict[str, dict[str, Any]] = {
+    "anomaly_list": {"job": "*"},
+    "trends": {"weeks": 12},
+    "node_counter_rates": {"bucket_s": 3600},
+    "fleet_heatmap": {"metric": "DCGM_FI_DEV_GPU_TEMP"},
+}
 _QUERY_CALL = re.compile(r"""query\(\s*["']([a-z0-9_]+)["']""")
+_APP_IMPORT = re.compile(r"^from gpufleet_app import ([a-z_, ]+)$", re.MULTILINE)
 
 
 def pages(root: Path) -> dict[str, list[str]]:
@@ -39,7 +46,14 @@ def pages(root: Path) -> dict[str, list[str]]:
     shared = root / "gpufleet_app" / "ui.py"
     common = _QUERY_CALL.findall(shared.read_text()) if shared.is_file() else []
     for module in sorted(page_dir.glob("*.py")) if page_dir.is_dir() else []:
-        calls = common + _QUERY_CALL.findall(module.read_text())
+        text = module.read_text()
+        calls = common + _QUERY_CALL.findall(text)
+        # Queries of the app modules the page imports (`from gpufleet_app import trends, ui`).
+        for names in _APP_IMPORT.findall(text):
+            for name in (n.strip() for n in names.split(",")):
+                helper = root / "gpufleet_app" / f"{name}.py"
+                if helper.is_file() and name != "ui":
+                    calls += _QUERY_CALL.findall(helper.read_text())
         names = [n for n in dict.fromkeys(calls) if n in available]
         if names:
             found[module.stem] = names

@@ -124,6 +124,12 @@ def _run(reader: Reader, name: str, params: dict[str, Any]) -> pl.DataFrame:
         raise GpufleetError(
             "The database has not been computed yet (a derived table is missing).", COMPUTE_HINT
         ) from e
+    except duckdb.BinderException as e:
+        # A derived table from an older gpufleet lacks a column this version reads.
+        raise GpufleetError(
+            "The database was computed by an older gpufleet (a derived table lacks a column).",
+            "Run `gpufleet compute --force` to rebuild the derived tables.",
+        ) from e
 
 
 _last_good: OrderedDict[tuple, pl.DataFrame] = OrderedDict()

@@ -22,6 +22,7 @@ def render() -> None:
         st.Page(ui.NODES, title="Nodes", icon=":material/dns:", url_path="nodes"),
         st.Page(ui.JOBS, title="Jobs", icon=":material/work:", url_path="jobs"),
         st.Page(ui.ANOMALIES, title="Anomalies", icon=":material/warning:", url_path="anomalies"),
+        st.Page(ui.TELEMETRY, title="Fleet telemetry", icon=":material/grid_on:", url_path="telemetry"),
     ])
     started = time.perf_counter()
     with data.page_run():

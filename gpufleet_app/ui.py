@@ -24,6 +24,7 @@ OVERVIEW = PAGES_DIR / "overview.py"
 NODES = PAGES_DIR / "nodes.py"
 JOBS = PAGES_DIR / "jobs.py"
 ANOMALIES = PAGES_DIR / "anomalies.py"
+TELEMETRY = PAGES_DIR / "telemetry.py"
 
 
 class NothingToShow(GpufleetError):

@@ -65,6 +65,7 @@ def _steps() -> list[Step]:
         Step("node_remediation_history"),
         Step("goodput_stack"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
+        Step("gpu_inventory"),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]

@@ -2,7 +2,10 @@
 
 Content (SQL in `queries/report/`): the weekly summary with week-over-week deltas, the goodput
 stack in GPU-hours, failed attempts by class and cause (state or XID), and the nodes that lost
-the most GPU-hours. Every number comes from the derived tables `gpufleet compute` builds.
+the most GPU-hours. The 12-week trend table and goodput per team and per queue are the
+dashboard's own queries (`queries/app/trends.sql`, `queries/app/goodput_groups.sql`), so the
+report and the overview show the same numbers. Every number comes from the derived tables
+`gpufleet compute` builds.
 """
 
 from __future__ import annotations
@@ -30,6 +33,17 @@ from pipelines.weeks import IsoWeek
 FORMATS = ("md", "json", "html")
 ALL_CLUSTERS = "*"
 """The `cluster` value of all-clusters rows in weekly_summary and of the report's default scope."""
+TREND_WEEKS = 12
+"""Weeks in the trend table, the report's week included (as the dashboard's Trends section)."""
+TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("node_availability", "Availability", "ratio"),
+    ("job_success_rate", "Job success", "ratio"),
+    ("goodput", "Goodput", "ratio"),
+    ("ettr", "ETTR", "ratio"),
+    ("mtbf_h", "MTBF", "hours"),
+    ("mttr_h", "MTTR", "hours"),
+    ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
+)
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -74,6 +88,11 @@ class WeeklyReport:
     end_ts, goodput_lost_gpu_h, impact_gpu_h."""
     remediation: pl.DataFrame
     """What the ladder recommended during the week: node, cluster, step, since, until, severity, why."""
+    trends: pl.DataFrame
+    """week, cluster, week_start, node_availability, job_success_rate, goodput, ettr, mtbf_h, ...:
+    the TREND_WEEKS weeks to the report's week, of its cluster (all clusters: each and '*')."""
+    goodput_groups: pl.DataFrame
+    """grouping ('team' / 'queue'), name, jobs, allocated_gpu_h, productive_gpu_h, ..., goodput."""
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
@@ -81,6 +100,7 @@ class WeeklyReport:
 REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
+    "goodput_segments",
 ]
 
 
@@ -126,6 +146,8 @@ def build_report(
         incomplete=_incomplete_windows(con, params),
         findings=query_pl(con, "report/findings", params),
         remediation=query_pl(con, "report/remediation", params),
+        trends=trend_rows(con, week, cluster),
+        goodput_groups=query_pl(con, "app/goodput_groups", params),
     )
 
 
@@ -135,6 +157,12 @@ def _incomplete_windows(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) 
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'ingest_incomplete' AND NOT temporary"
     ).fetchall()[0][0]
     return query_pl(con, "report/incomplete_windows", params) if present else None
+
+
+def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> pl.DataFrame:
+    """The dashboard's trend query for the report's scope: one cluster, or every cluster and '*'."""
+    rows = query_pl(con, "app/trends", {"week": week.label, "weeks": TREND_WEEKS})
+    return rows if cluster == ALL_CLUSTERS else rows.filter(pl.col("cluster") == cluster)
 
 
 # ---------------------------------------------------------------- formatting
@@ -237,6 +265,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          r["severity"], _shorten(r["why"] or "", 120)]
         for r in report.remediation.iter_rows(named=True)
     ]
+    trends = [
+        [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
+         *[format_value(r[column], unit) for column, _, unit in TREND_COLUMNS]]
+        for r in report.trends.iter_rows(named=True)
+    ]
+    groups = [
+        [r["grouping"], r["name"], str(r["jobs"]), _gpu_h(r["allocated_gpu_h"]),
+         _gpu_h(r["productive_gpu_h"]), _gpu_h(r["init_gpu_h"]), _gpu_h(r["checkpoint_gpu_h"]),
+         _gpu_h(r["wasted_gpu_h"]), _gpu_h(r["other_gpu_h"]), _pct(r["goodput"])]
+        for r in report.goodput_groups.iter_rows(named=True)
+    ]
     sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -253,6 +292,14 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
          ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
           "never counted as failures of the fleet, whatever else happened on the node.")),
+        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in TREND_COLUMNS]], trends,
+         ("Per ISO week and cluster, from the weekly summary; a week without data has no row. "
+          "MTBF n/a: no failure that week.")),
+        ("Goodput by team and queue",
+         ["By", "Name", "Jobs", "Allocated GPU-h", "Productive GPU-h", "Init GPU-h", "Checkpoint GPU-h",
+          "Wasted GPU-h", "Other GPU-h", "Goodput"], groups,
+         ("Allocated GPU-hours of the week split as the goodput stack splits them; goodput = "
+          "productive / allocated, summed over the group's jobs.")),
         (f"Top {len(nodes)} nodes by lost GPU-hours",
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
@@ -319,6 +366,8 @@ def to_json(report: WeeklyReport) -> str:
         "incomplete_windows": _records(report.incomplete) if report.incomplete is not None else [],
         "findings": _records(report.findings),
         "remediation": _records(report.remediation),
+        "trends": _records(report.trends),
+        "goodput_groups": _records(report.goodput_groups),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

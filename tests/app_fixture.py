@@ -225,17 +225,18 @@ def _rank_slowdown(steps: pl.DataFrame) -> pl.DataFrame:
 
 def _goodput() -> tuple[pl.DataFrame, pl.DataFrame]:
     # (job, attempt, start, end, category, gpus); each job's segments cover [first start, end).
+    # A recovery gap carries the attempt that ended before it, as goodput_segments does.
     segs = [
         ("j-100", 0, ts(18), ts(18, 0.25), "init", 8), ("j-100", 0, ts(18, 0.25), ts(18, 9.75), "productive", 8),
         ("j-100", 0, ts(18, 9.75), ts(18, 10), "checkpoint", 8),
         ("j-101", 0, ts(25, 8), ts(25, 8.5), "init", 16), ("j-101", 0, ts(25, 8.5), ts(25, 9.5), "productive", 16),
         ("j-101", 0, ts(25, 9.5), ts(25, 10 + 5 / 60), "wasted", 16),
-        ("j-101", None, ts(25, 10 + 5 / 60), ts(25, 13), "recovery", 0),
+        ("j-101", 0, ts(25, 10 + 5 / 60), ts(25, 13), "recovery", 0),
         ("j-101", 1, ts(25, 13), ts(25, 13.25), "checkpoint", 16), ("j-101", 1, ts(25, 13.25), ts(25, 18), "productive", 16),
         ("j-102", 0, ts(26, 1), ts(26, 1 + 20 / 60), "wasted", 8),
-        ("j-102", None, ts(26, 1 + 20 / 60), ts(26, 1 + 25 / 60), "recovery", 0),
+        ("j-102", 0, ts(26, 1 + 20 / 60), ts(26, 1 + 25 / 60), "recovery", 0),
         ("j-102", 1, ts(26, 1 + 25 / 60), ts(26, 1 + 45 / 60), "wasted", 8),
-        ("j-102", None, ts(26, 1 + 45 / 60), ts(26, 1 + 50 / 60), "recovery", 0),
+        ("j-102", 1, ts(26, 1 + 45 / 60), ts(26, 1 + 50 / 60), "recovery", 0),
         ("j-102", 2, ts(26, 1 + 50 / 60), ts(26, 2 + 10 / 60), "wasted", 8),
         ("j-103", 0, ts(27), ts(27, 0.1), "init", 16), ("j-103", 0, ts(27, 0.1), ts(27, 3.9), "productive", 16),
         ("j-103", 0, ts(27, 3.9), ts(27, 4), "other", 16),
@@ -316,6 +317,36 @@ def _remediation_history() -> pl.DataFrame:
                               "severity": pl.String, "why": pl.String, "anomaly_ids": pl.List(pl.String)})
 
 
+# gpu-000 gpu 2's ECC single-bit counter: 100 until 11-26 00:00, then +5 per half-hour sample
+# (105 at 00:00 ... 130 at 02:30), reset by a GPU reset to 2 at 03:00, flat after. Every other
+# GPU of gpu-000: 0. Its increases: 5 per sample 00:00-02:30, 2 at the reset (the new value).
+ECC_NODE, ECC_GPU = "gpu-000", 2
+# gpu-000's clock-event reasons: gpu 5 throttled from 11-26 00:00 (SW + HW thermal slowdown,
+# bits 0x20 | 0x40 = 96); idle (bit 0x1) outside its busy hours 11-25 08:00-18:00.
+REASONS_THROTTLED, REASONS_IDLE = 96.0, 1.0
+
+
+def _counter_and_reason_samples(times: list[datetime]) -> list[tuple]:
+    rows = []
+    for t in times:
+        busy = ts(25, 8) <= t < ts(25, 18)
+        for gpu in range(8):
+            sbe = 0.0
+            if gpu == ECC_GPU:
+                if t < ts(26):
+                    sbe = 100.0
+                elif t < ts(26, 3):
+                    sbe = 105.0 + 5 * round((t - ts(26)).total_seconds() / 1800)
+                else:
+                    sbe = 2.0
+            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", sbe))
+            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0.0))
+            throttled = gpu == 5 and t >= ts(26)
+            reasons = REASONS_THROTTLED if throttled else (0.0 if busy else REASONS_IDLE)
+            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", reasons))
+    return rows
+
+
 def _landing() -> dict[str, pl.DataFrame]:
     nodes = pl.DataFrame([(n, c, "p5.48xlarge", MODEL[c], 8, 32) for n, c in NODES.items()], orient="row",
                          schema=["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"])
@@ -338,6 +369,7 @@ def _landing() -> dict[str, pl.DataFrame]:
                                 650.0 if busy else 70.0))
                 samples.append((t, node, gpu, uuid(node, gpu), "DCGM_FI_DEV_GPU_TEMP",
                                 (88.0 if throttled else 62.0) if busy else 35.0))
+    samples += _counter_and_reason_samples(half_hours)
     events = pl.DataFrame([(ts(25, 10), "gpu-001", 3, uuid("gpu-001", 3), "xid", 79,
                             "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus.", "dcgm")],
                           orient="row", schema=["ts", "node", "gpu", "uuid", "kind", "code", "message", "source"])
@@ -439,6 +471,7 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM __frame")
         con.unregister("__frame")
     execute(con, "derived/gpu_samples_15m")
+    execute(con, "derived/gpu_inventory")
     execute(con, "derived/attempt_clusters")
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")

@@ -17,6 +17,7 @@ PAGES = {
     "nodes": "gpufleet_app/pages/nodes.py",
     "jobs": "gpufleet_app/pages/jobs.py",
     "anomalies": "gpufleet_app/pages/anomalies.py",
+    "telemetry": "gpufleet_app/pages/telemetry.py",
 }
 
 

@@ -321,7 +321,9 @@ def test_node_chart_field_from_the_url(use_db: Path) -> None:
           AND ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND ts < TIMESTAMPTZ '2026-11-30 00:00+00'""")
     # 15-minute means never exceed the hottest raw sample (fixture: 88 °C on the throttled gpu 5).
     assert max(max(values(trace["y"])) for trace in chart["data"]) <= expected["hottest"][0]
-    assert len(chart["data"]) == 8  # one line per GPU
+    # one mean line per GPU, each over its min-max band (two legend-less traces)
+    assert len([t for t in chart["data"] if t.get("showlegend", True)]) == 8
+    assert len(chart["data"]) == 3 * 8
     assert at.query_params["metric"] == "DCGM_FI_DEV_GPU_TEMP"
 
 

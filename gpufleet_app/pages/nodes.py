@@ -3,9 +3,10 @@
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import charts, data, fmt, ui
+from gpufleet_app import charts, data, figures, fmt, telemetry, ui
 
-# DCGM fields the drill-down can chart, with units (dcgm-exporter names).
+# DCGM fields the drill-down can chart, with units (dcgm-exporter names). Error counters are
+# not charted here as cumulative totals: the telemetry sections show them as rates per hour.
 GPU_METRICS = {
     "DCGM_FI_DEV_SM_CLOCK": "SM clock (MHz)",
     "DCGM_FI_DEV_POWER_USAGE": "Power (W)",
@@ -13,9 +14,6 @@ GPU_METRICS = {
     "DCGM_FI_DEV_GPU_UTIL": "GPU utilisation (%)",
     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "Tensor pipe active (0-1)",
     "DCGM_FI_DEV_MEMORY_TEMP": "Memory temperature (°C)",
-    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "ECC single-bit errors (count)",
-    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ECC double-bit errors (count)",
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "PCIe replays (count)",
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "Row remap failure (0/1)",
     "DCGM_FI_DEV_XID_ERRORS": "Last XID (code)",
     "DCGM_FI_DEV_FB_USED": "Framebuffer used (MiB)",
@@ -125,9 +123,12 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     if samples.is_empty():
         st.info(f"No `{metric}` samples from this node this week.")
     else:
-        st.plotly_chart(charts.gpu_metric(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S), key="gpu_metric")
-        st.caption("15-minute averages per GPU; a break in a line is a telemetry gap. Shaded bands "
-                   "are the node's anomalies (red critical, yellow warn, blue info).")
+        st.plotly_chart(figures.gpu_metric_band(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S),
+                        key="gpu_metric")
+        st.caption("15-minute averages per GPU, each inside the band of its samples' min and max (a "
+                   "short throttle shows as a dip of the band); a break in a line is a telemetry gap. "
+                   "Shaded spans are the node's anomalies (red critical, yellow warn, blue info).")
+    telemetry.node_sections(params)
 
     left, right = st.columns(2)
     left.subheader("Anomalies")

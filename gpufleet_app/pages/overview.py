@@ -3,7 +3,7 @@
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import charts, data, fmt, ui
+from gpufleet_app import charts, data, fmt, trends, ui
 from gpufleet_app.kpis import KPIS
 
 st.title("Fleet overview")
@@ -29,6 +29,7 @@ st.caption(
     f"{ui.week_label(str(filters.week))}, {filters.cluster_label}. "
     f"Deltas compare with {filters.week.previous}."
 )
+trend = trends.load(filters)
 for row_start in range(0, len(KPIS), 4):
     for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
         value = current.get(kpi.column)
@@ -39,6 +40,7 @@ for row_start in range(0, len(KPIS), 4):
             delta_color="normal" if kpi.higher_is_better else "inverse",
             help=kpi.help,
             border=True,
+            chart_data=trends.sparkline(trend, filters, kpi.column),
         )
 
 # Daily trends
@@ -65,7 +67,7 @@ pareto = data.query("failure_pareto", **params)
 if pareto.is_empty():
     right.success("No fleet failure ended this week.")
 else:
-    right.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
+    trends.failure_pareto(right, pareto)
 apart = data.query("not_failures", **params)
 if not apart.is_empty():
     right.caption(
@@ -138,3 +140,6 @@ if not open_anomalies.is_empty():
         st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
 right.page_link(ui.ANOMALIES, label="All anomalies", icon=":material/arrow_forward:",
                 query_params={"week": str(filters.week), "status": "open"})
+
+trends.goodput_groups(filters)
+trends.section(filters, trend)

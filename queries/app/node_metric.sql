@@ -1,11 +1,13 @@
 -- One DCGM field ($metric) of every GPU of the node ($node) in [$week_start,
 -- $week_end), from the 15-minute rollup gpu_samples_15m: value = the bucket's mean
--- (the field's unit), max_value = its maximum (for counters), samples = how many
--- samples the bucket had (15 at a 60 s scrape).
+-- (the field's unit), min_value / max_value = its samples' extremes (the band around the
+-- mean, so a short throttle stays visible), samples = how many samples the bucket had
+-- (15 at a 60 s scrape).
 SELECT
     gpu,
     bucket_ts,
     value_avg AS value,
+    value_min AS min_value,
     value_max AS max_value,
     samples
 FROM gpu_samples_15m
