@@ -127,7 +127,7 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value * 100:.2f} %"
     if unit == "hours":
         return f"{value:,.1f} h"
-    if unit == "attempts":
+    if unit in ("attempts", "jobs"):
         return f"{value:,.0f}"
     return f"{value:,.1f}"
 
@@ -140,7 +140,7 @@ def format_delta(value: float | None, unit: str) -> str:
         return f"{value * 100:+.2f} pp"
     if unit == "hours":
         return f"{value:+,.1f} h"
-    if unit == "attempts":
+    if unit in ("attempts", "jobs"):
         return f"{value:+,.0f}"
     return f"{value:+,.1f}"
 

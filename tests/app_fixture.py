@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
 
@@ -340,11 +341,14 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     segments, job_goodput = _goodput()
     num_gpus = {j[0]: j[7] for j in JOBS}
     attempts = pl.DataFrame(
-        [(a[0], a[1], a[2], a[3], a[4], a[8], a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
+        [(a[0], a[1], a[2], a[3], a[4], a[6], a[7], a[8], a[9], a[7] if a[9] else [], num_gpus[a[0]],
+          (a[3] - a[2]).total_seconds()) for a in ATTEMPTS],
         orient="row", schema={
             "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
-            "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "failure_class": pl.String,
-            "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String), "num_gpus": pl.Int32})
+            "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "reason": pl.String,
+            "nodes": pl.List(pl.String), "failure_class": pl.String,
+            "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String), "num_gpus": pl.Int32,
+            "duration_s": pl.Float64})
     eligible = {"succeeded", "failed", "node_fail", "timeout", "oom"}
     outcomes = []
     for job_id, _, _, _, _, _, end, gpus, state, _, _ in JOBS:
@@ -402,6 +406,10 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.unregister("__frame")
     execute(con, "derived/gpu_samples_15m")
     execute(con, "derived/attempt_clusters")
+    # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
+    # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).
+    for step in ("failure_escapes", "checkpoint_advice", "node_cost"):
+        execute(con, f"derived/{step}", Settings().sql_params())
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")
     con.close()

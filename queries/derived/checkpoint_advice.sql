@@ -76,12 +76,12 @@ interruptions AS (
 held AS (
     SELECT w.week, k.job_key,
         sum(g.gpus * greatest(0.0,
-            least(g.end_us, epoch_us(w.week_start + INTERVAL 7 DAY))
-            - greatest(g.start_us, epoch_us(w.week_start))) / 1e6) / 3600.0 AS allocated_gpu_h
+            epoch(least(g.end_ts, w.week_start + INTERVAL 7 DAY))
+            - epoch(greatest(g.start_ts, w.week_start)))) / 3600.0 AS allocated_gpu_h
     FROM goodput_segments g
     JOIN keyed_jobs k USING (job_id)
     JOIN weeks w
-        ON g.start_us < epoch_us(w.week_start + INTERVAL 7 DAY) AND g.end_us > epoch_us(w.week_start)
+        ON g.start_ts < w.week_start + INTERVAL 7 DAY AND g.end_ts > w.week_start
     WHERE g.gpus > 0
     GROUP BY ALL
 ),

@@ -84,8 +84,8 @@ late AS (
 ),
 losses AS (
     SELECT s.job_id, s.attempt,
-        sum(CAST(s.duration_s AS DOUBLE) * s.gpus) FILTER (WHERE s.category = 'wasted') AS wasted_gpu_s,
-        sum(CAST(s.duration_s AS DOUBLE)) FILTER (WHERE s.category = 'recovery') AS recovery_s
+        sum((epoch(s.end_ts) - epoch(s.start_ts)) * s.gpus) FILTER (WHERE s.category = 'wasted') AS wasted_gpu_s,
+        sum(epoch(s.end_ts) - epoch(s.start_ts)) FILTER (WHERE s.category = 'recovery') AS recovery_s
     FROM goodput_segments s
     JOIN failures f USING (job_id, attempt)
     GROUP BY s.job_id, s.attempt

@@ -25,7 +25,7 @@ failure_share AS (
     FROM failure_escapes f
     CROSS JOIN unnest(f.implicated_nodes) AS u(node)
     LEFT JOIN (
-        SELECT job_id, attempt, sum(CAST(duration_s AS DOUBLE) * gpus) AS wasted_gpu_s
+        SELECT job_id, attempt, sum((epoch(end_ts) - epoch(start_ts)) * gpus) AS wasted_gpu_s
         FROM goodput_segments WHERE category = 'wasted' GROUP BY ALL
     ) w USING (job_id, attempt)
     WHERE len(f.implicated_nodes) > 0
@@ -37,12 +37,11 @@ failure_cost AS (
     GROUP BY ALL
 ),
 straggler_cost AS (
-    SELECT strftime(coalesce(a.end_ts, h.horizon_ts), '%G-W%V') AS week, r.node,
+    SELECT strftime(coalesce(a.end_ts, a.start_ts + to_seconds(a.duration_s)), '%G-W%V') AS week, r.node,
         count(*) AS straggler_ranks,
         sum(r.drag_s * a.num_gpus) AS straggler_gpu_s
     FROM rank_slowdown r
     JOIN attempt_outcomes a USING (job_id, attempt)
-    CROSS JOIN data_horizon h
     WHERE r.is_straggler AND r.node IS NOT NULL
     GROUP BY ALL
 ),
@@ -97,10 +96,11 @@ costs AS (
     FULL JOIN waiting_by_week w USING (week, node)
 ),
 fleet AS (
-    SELECT week, sum(productive_gpu_h)::DOUBLE AS productive_gpu_h, sum(allocated_gpu_h)::DOUBLE AS allocated_gpu_h
+    SELECT strftime(window_start, '%G-W%V') AS week,
+        sum(productive_gpu_h)::DOUBLE AS productive_gpu_h, sum(allocated_gpu_h)::DOUBLE AS allocated_gpu_h
     FROM goodput_stack
     WHERE cluster <> '*'
-    GROUP BY week
+    GROUP BY ALL
 )
 SELECT c.week, c.node, n.cluster,
     c.failure_gpu_h + c.straggler_gpu_h + c.waiting_gpu_h AS lost_gpu_h,
