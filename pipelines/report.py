@@ -1,8 +1,9 @@
 """`gpufleet report`: the weekly reliability review as Markdown, JSON or a self-contained HTML page.
 
 Content (SQL in `queries/report/`): the weekly summary with week-over-week deltas, the goodput
-stack in GPU-hours, failed attempts by class and cause (state or XID), and the nodes that lost
-the most GPU-hours. Every number comes from the derived tables `gpufleet compute` builds.
+stack in GPU-hours, failed attempts by class and cause (state or XID), the nodes that lost
+the most GPU-hours, failure escapes by detector, checkpoint advice and node cost. Every number
+comes from the derived tables `gpufleet compute` builds.
 """
 
 from __future__ import annotations
@@ -64,11 +65,17 @@ class WeeklyReport:
     """failure_class, cause, attempts, jobs, gpu_h, share, cumulative_share."""
     top_nodes: pl.DataFrame
     """node, cluster, gpu_model, gpu_count, down_gpu_h, unavailable_gpu_h, unknown_gpu_h, ..."""
+    escapes: pl.DataFrame
+    """detector, catches, escapes, placed_on_flagged, median_lead_h, late_remediation_gpu_h."""
+    checkpoints: pl.DataFrame
+    """job_key, jobs, gpus, nodes, save_cost_s, current_interval_s, optimal_interval_s, ..."""
+    node_cost: pl.DataFrame
+    """node, cluster, lost_gpu_h, failure_gpu_h, straggler_gpu_h, waiting_gpu_h, ..."""
 
 
 REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
-    "node_availability_daily", "node_state_intervals",
+    "node_availability_daily", "node_state_intervals", "failure_escapes", "checkpoint_advice", "node_cost",
 ]
 
 
@@ -110,6 +117,9 @@ def build_report(
         goodput_stack=query_pl(con, "report/goodput_stack", params),
         failures=query_pl(con, "report/failures", params),
         top_nodes=query_pl(con, "report/top_nodes", params),
+        escapes=query_pl(con, "report/escapes", params),
+        checkpoints=query_pl(con, "report/checkpoints", params),
+        node_cost=query_pl(con, "report/node_cost", params),
     )
 
 
@@ -153,11 +163,15 @@ def _pct(value: float | None) -> str:
     return "n/a" if _missing(value) else f"{value * 100:.2f} %"
 
 
+def _seconds(value: float | None) -> str:
+    return "n/a" if _missing(value) else f"{value:,.0f} s"
+
+
 def _shorten(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h)?|n/a|-)$")
+_NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h| s)?|n/a|-)$")
 
 
 def _title(report: WeeklyReport) -> str:
@@ -191,6 +205,23 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _shorten(r["top_reason"] or "")]
         for r in report.top_nodes.iter_rows(named=True)
     ]
+    escapes = [
+        [r["detector"], str(r["catches"]), str(r["escapes"]), str(r["placed_on_flagged"]),
+         format_value(r["median_lead_h"], "hours"), _gpu_h(r["late_remediation_gpu_h"])]
+        for r in report.escapes.iter_rows(named=True)
+    ]
+    checkpoints = [
+        [r["job_key"], str(r["jobs"]), str(r["gpus"]), _seconds(r["save_cost_s"]),
+         _seconds(r["current_interval_s"]), _seconds(r["optimal_interval_s"]),
+         _pct(r["lost_fraction_current"]), _pct(r["lost_fraction_optimal"]), _gpu_h(r["regained_gpu_h"])]
+        for r in report.checkpoints.iter_rows(named=True)
+    ]
+    costs = [
+        [r["node"], r["cluster"] or "", _gpu_h(r["lost_gpu_h"]), _gpu_h(r["failure_gpu_h"]),
+         _gpu_h(r["straggler_gpu_h"]), _gpu_h(r["waiting_gpu_h"]), _pct(r["fleet_goodput_without"]),
+         format_delta(r["goodput_regained"], "ratio")]
+        for r in report.node_cost.iter_rows(named=True)
+    ]
     return [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -206,6 +237,21 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
           "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
          "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed)."),
+        ("Failure escapes by detector",
+         ["Detector", "Caught", "Escaped", "Placed on flagged", "Median lead", "Late remediation GPU-h"],
+         escapes,
+         ("Fleet failures (hardware or infrastructure) that ended this week. Caught: a finding or bad "
+          "condition was open before the failure; escaped: it opened only after (none: nothing saw it). "
+          "Late remediation: GPU-hours the caught failures still lost.")),
+        (f"Checkpoint advice (top {len(checkpoints)})",
+         ["Job (team/name)", "Runs", "GPUs", "Save cost", "Interval now", "Optimal interval",
+          "Lost now", "Lost at optimum", "GPU-h regained"], checkpoints,
+         ("Young/Daly optimum for the fleet's interruptions per node-hour times the job's nodes; "
+          "intervals are work time between saves.")),
+        (f"Node cost (top {len(costs)})",
+         ["Node", "Cluster", "Lost GPU-h", "Failures GPU-h", "Straggler GPU-h", "Down while jobs waited GPU-h",
+          "Fleet goodput without it", "Goodput regained"], costs,
+         "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday."),
     ]
 
 
@@ -243,6 +289,9 @@ def to_json(report: WeeklyReport) -> str:
         "goodput_stack": _records(report.goodput_stack),
         "failures": _records(report.failures),
         "top_nodes": _records(report.top_nodes),
+        "escapes": _records(report.escapes),
+        "checkpoints": _records(report.checkpoints),
+        "node_cost": _records(report.node_cost),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

@@ -112,6 +112,17 @@ def _fleet_daily(node_daily: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# week, cluster -> escape_rate, jobs_placed_on_flagged, median_lead_time_s (failure_escapes):
+# W48: j-101's attempt 0 failed on gpu-001 (c1) 5 min after its XID finding opened: 0 of 1 escaped.
+# W47 c2: one hand-set escaped failure in the week before, so the escape rate has a delta.
+ESCAPES = {
+    ("2026-W47", "*"): (1.0, 0, None),
+    ("2026-W47", "c2"): (1.0, 0, None),
+    ("2026-W48", "*"): (0.0, 0, 300.0),
+    ("2026-W48", "c1"): (0.0, 0, 300.0),
+}
+
+
 def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
     # Availability from the daily seconds (summed, never averaged); the job numbers are hand-set:
     # W48 all clusters: 3 eligible jobs ended (j-101 ok, j-102 failed, j-103 ok) → 2/3.
@@ -133,14 +144,15 @@ def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
             part = part.filter(pl.col("cluster") == cluster)
         up = part["available_s"].sum() + part["degraded_s"].sum()
         denominator = part["in_fleet_s"].sum() - part["maintenance_s"].sum()
-        rows.append((week, cluster, up / denominator, *v))
+        rows.append((week, cluster, up / denominator, *v, *ESCAPES.get((week, cluster), (None, 0, None))))
     return pl.DataFrame(rows, orient="row", schema={
         "week": pl.String, "cluster": pl.String, "node_availability": pl.Float64,
         "job_success_rate": pl.Float64, "job_success_rate_gpu_h": pl.Float64,
         "first_attempt_success_rate": pl.Float64, "goodput": pl.Float64, "ettr": pl.Float64,
         "mtbf_h": pl.Float64, "mttr_h": pl.Float64, "interruptions_per_1k_gpu_days": pl.Float64,
         "hardware_failures": pl.Int64, "software_failures": pl.Int64,
-        "infrastructure_failures": pl.Int64, "user_failures": pl.Int64})
+        "infrastructure_failures": pl.Int64, "user_failures": pl.Int64,
+        "escape_rate": pl.Float64, "jobs_placed_on_flagged": pl.Int64, "median_lead_time_s": pl.Float64})
 
 
 # job_id, name, user, team, submit, start, end, gpus, state, exit_code, reason

@@ -60,6 +60,14 @@ MARKDOWN_LINES = [
     "| software | failed (exit 1) | 3 | 1 | 24.0 | 42.86 % | 42.86 % |",
     # n2: (2 unknown + 4 unavailable) h x 8 GPUs; availability 162/168
     "| n2 | c1 | NVIDIA H100 80GB HBM3 | 48.0 | 32.0 | 16.0 | 96.43 % | 1 | 79 |",
+    # escapes: W48 j2 a0 placed on n2 while its ecc_sbe_rate finding was open (0 of 1 escaped);
+    # W47 j0 a0 on n1 escaped (1 of 1)
+    "| Escape rate (fleet failures no check saw coming) | 0.00 % | 100.00 % | -100.00 pp |",
+    "| Jobs placed on flagged nodes | 1 | 0 | +1 |",
+    # finding 07:00, failure 12:00: 5 h ahead; W47's only failure escaped: no lead time
+    "| Median lead time of caught failures | 5.0 h | n/a | n/a |",
+    # per detector: caught 1, escaped 0, placed 1, lead 5 h; no step timings in the fixture: 0 GPU-h
+    "| ecc_sbe_rate | 1 | 0 | 1 | 5.0 h | 0.0 |",
 ]
 
 

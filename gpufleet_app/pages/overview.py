@@ -4,7 +4,7 @@ import polars as pl
 import streamlit as st
 
 from gpufleet_app import charts, data, fmt, ui
-from gpufleet_app.kpis import KPIS
+from gpufleet_app.kpis import ESCAPE_KPIS, KPIS
 
 st.title("Fleet overview")
 filters = ui.week_and_cluster()
@@ -41,6 +41,19 @@ for row_start in range(0, len(KPIS), 4):
             border=True,
         )
 
+# Escapes: did the checks see the fleet's failures coming?
+st.subheader("Escapes")
+for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
+    value = current.get(kpi.column)
+    column.metric(
+        kpi.label,
+        kpi.value(value),
+        kpi.change(value, previous.get(kpi.column)),
+        delta_color="normal" if kpi.higher_is_better else "inverse",
+        help=kpi.help,
+        border=True,
+    )
+
 # Daily trends
 daily = data.query("daily_trend", **params)
 left, right = st.columns(2)
@@ -72,15 +85,17 @@ left, right = st.columns([3, 2])
 nodes = data.query("node_table", **params)
 offenders = nodes.filter(
     (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
+    | (pl.col("cost_gpu_h") > 0)
 ).head(10)
 left.subheader("Top offending nodes")
 if offenders.is_empty():
     left.success("No node lost GPU-hours or raised an anomaly this week.")
 else:
-    left.caption("Ranked by GPU-hours unavailable + unknown. Click a row to open the node.")
+    left.caption("Ranked by node cost (GPU-hours jobs lost because of the node), then GPU-hours "
+                 "unavailable + unknown. Click a row to open the node.")
     event = ui.table(
         offenders.select(
-            "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
+            "node", "cluster", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
         ),
         container=left,
