@@ -8,6 +8,7 @@ straggler verdict are then pinned by hand and the tables that read them are rebu
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -60,7 +61,7 @@ FINDINGS = [
     {"anomaly_id": "a3", "entity_type": "gpu", "node": "n3", "gpu": 2, "kind": "xid",
      "start_ts": at(2 * H - 40 * 60), "end_ts": None, "severity": "critical", "action": "reboot"},
 ]
-REBUILT = ("attempt_outcomes", "failure_escapes", "checkpoint_advice", "node_cost")
+REBUILT = ("attempt_outcomes", "failure_escapes", "checkpoint_advice", "node_cost", "weekly_summary")
 
 
 def rebuild(con, settings: Settings, steps=REBUILT) -> None:
@@ -112,6 +113,35 @@ def test_failure_escapes(escapes_con, job_id, outcome, kind, lead, detector, nod
         == (outcome, kind, lead, detector, node, gpu)
     assert [row["placed_on_flagged"], row["seen_before_failure"], row["escaped"]] == [
         outcome == o for o in ("placed_on_flagged", "seen_before_failure", "escaped")]
+
+
+WEEKLY_CASES = [
+    # 1 escaped (j-esc) of 3 fleet failures; j-flag placed on a flagged node;
+    # median lead of the caught ones: median(9000, 2400) = 5700 s.
+    ("escape_rate", 1 / 3),
+    ("jobs_placed_on_flagged", 1),
+    ("median_lead_time_s", 5700.0),
+    ("fleet_failures", 3),
+    ("escaped_failures", 1),
+]
+
+
+@pytest.mark.parametrize(("column", "expected"), WEEKLY_CASES)
+def test_weekly_escape_figures(escapes_con, column, expected):
+    (value,) = escapes_con.execute(
+        f"SELECT {column} FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'").fetchone()
+    assert value == pytest.approx(expected, rel=1e-12)
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
+
+
+@pytest.mark.parametrize("table", ["failure_escapes", "checkpoint_advice", "node_cost"])
+def test_every_column_is_documented(escapes_con, table):
+    text = DOCS.read_text()
+    columns = [c[0] for c in escapes_con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    missing = [c for c in columns if f"`{c}`" not in text]
+    assert missing == [], f"{table}: document {missing} in docs/metrics.md"
 
 
 def test_only_fleet_failures_are_rows(escapes_con):
