@@ -130,13 +130,16 @@ def _missing(value: Any) -> bool:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """A metric value as people read it: ratios in %, hours with one decimal, counts whole."""
+    """A metric value as people read it: ratios in %, hours (and seconds) in hours with one decimal,
+    counts whole."""
     if _missing(value):
         return "n/a"
     if unit == "ratio":
         return f"{value * 100:.2f} %"
     if unit == "hours":
         return f"{value:,.1f} h"
+    if unit == "seconds":  # durations read in hours
+        return f"{value / 3600:,.1f} h"
     if unit in ("attempts", "jobs"):
         return f"{value:,.0f}"
     return f"{value:,.1f}"
@@ -150,6 +153,8 @@ def format_delta(value: float | None, unit: str) -> str:
         return f"{value * 100:+.2f} pp"
     if unit == "hours":
         return f"{value:+,.1f} h"
+    if unit == "seconds":
+        return f"{value / 3600:+,.1f} h"
     if unit in ("attempts", "jobs"):
         return f"{value:+,.0f}"
     return f"{value:+,.1f}"

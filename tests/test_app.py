@@ -78,6 +78,11 @@ def test_overview_escapes_section_is_the_weekly_summary(use_db: Path, week: str,
     # W48 all clusters: 0 of 1 escaped vs W47's 1 of 1 -> 0.00 %, -100.00 pp; lead 300 s = 5 min
     assert shown["Escape rate"] == (pct(cur["escape_rate"]), pp(cur["escape_rate"], prev.get("escape_rate")))
     assert shown["Jobs placed on flagged nodes"][0] == f"{cur['jobs_placed_on_flagged']:,.0f}"
+    if week == "2026-W48":
+        # j-101's attempt 0: the XID finding on gpu-001 opened 5 min before the failure
+        detectors = next(df.value for df in at.dataframe if "detector" in df.value.columns)
+        assert list(zip(detectors["detector"], detectors["catches"], detectors["escapes"], strict=True)) == [
+            ("node_unavailable", 1, 0)]
     lead = cur["median_lead_time_s"]
     assert shown["Median lead time"][0] == ("—" if lead is None else f"{int(lead) // 60} min {int(lead) % 60:02d} s")
 

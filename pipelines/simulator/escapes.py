@@ -1,10 +1,11 @@
 """Scenarios for failure escapes and checkpoint advice, and their ground truth.
 
 - `inject_flagged_gpu`: a GPU logs a contained ECC error (XID 94, a warn-level finding) and keeps
-  taking work, because the scheduler does not see gpufleet's findings; hours later it fails for
-  good (XID 48, double-bit error) and kills the job on it. A job placed on it after the warning
+  taking work, because the scheduler does not see gpufleet's findings; 45 min to 3 h later it
+  fails for good (XID 48, double-bit error) and kills the job on it. A job placed on it after the warning
   was placed on a flagged node; one already running when the warning came was seen ahead.
-- `recurring_checkpoint_jobs`: two recurring training jobs (same name and team, several runs),
+- `recurring_checkpoint_jobs`: two recurring training jobs (same name and team, several runs; one
+  ground-truth row each),
   one saving every ~2 minutes (too often for any realistic failure rate), one saving only twice
   per run, hours apart (too rarely).
 - `failure_escape_truth`: for every attempt a fault killed, whether a signal of the fault plan was
@@ -51,9 +52,11 @@ onset; an attempt that starts inside that window may have been placed before or 
 
 def inject_flagged_gpu(ctx: FaultContext, fid: str) -> Fault:
     rng = rng_for(ctx.cfg, 11, int(fid.rsplit("-", 1)[-1]))
-    node, gpu = ctx.node(), int(rng.integers(GPUS_PER_NODE))
+    # A batch node: short jobs come and go, so some start after the warning. (Training nodes are
+    # left to the detection suite's rank cases, which avoid nodes with a fault.)
+    node, gpu = ctx.node(train=False), int(rng.integers(GPUS_PER_NODE))
     warned = float(np.floor(rng.uniform(0.1, 0.6) * ctx.horizon / SCRAPE_S) * SCRAPE_S)
-    failed = warned + float(np.floor(rng.uniform(1.5, 4.0) * 3600 / SCRAPE_S) * SCRAPE_S)
+    failed = warned + float(np.floor(rng.uniform(0.75, 3.0) * 3600 / SCRAPE_S) * SCRAPE_S)
     e = ctx.effects
     e.xids.append((warned, node, gpu, CONTAINED_ECC_XID))
     e.xids.append((failed, node, gpu, 48))
@@ -63,13 +66,13 @@ def inject_flagged_gpu(ctx: FaultContext, fid: str) -> Fault:
             "cordoned by remediation: XID 48 (double-bit ECC error) after XID 94, GPU reset")
     return Fault(
         fid, "flagged_gpu", "hardware", "gpu", node, gpu, warned, failed,
-        "XID 94 (contained ECC error, warn) opens a finding; the node keeps taking work; hours later "
+        "XID 94 (contained ECC error, warn) opens a finding; the node keeps taking work; 45 min to 3 h later "
         "XID 48 and a double-bit error kill the job on the GPU; node cordoned for a GPU reset",
     )
 
 
 def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
-    """Rename runs of two recurring jobs and set their save interval; one truth row per run."""
+    """Rename runs of two recurring jobs and set their save interval; one truth row per recurring job."""
     rng = rng_for(ctx.cfg, 12)
     multi = [j for j in ctx.jobs if j.kind == "multi" and not j.crash_loop and not j.preempt_fracs]
     faults: list[Fault] = []
@@ -83,21 +86,25 @@ def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
     picks = rng.permutation(len(pool))[:3] if pool else []
     chosen_frequent = [pool[int(i)] for i in picks]
     for kind, jobs in (("checkpoint_too_frequent", chosen_frequent), ("checkpoint_too_rare", chosen_rare)):
+        if not jobs:
+            continue
         name, team = RECURRING_NAMES[kind]
-        for n, job in enumerate(sorted(jobs, key=lambda j: j.index)):
+        runs = sorted(jobs, key=lambda j: j.index)
+        for job in runs:
             job.name, job.team = name, team
             if kind == "checkpoint_too_frequent":
                 job.save_every = max(1, round(FREQUENT_SAVE_S / job.base_s))
             else:
                 job.save_every = max(1, job.n_steps // 2)
-            every_s = job.save_every * job.base_s * 1.1
-            faults.append(Fault(
-                f"{kind}-{n + 1}", kind, "software", "job", None, None, job.submit_s, job.submit_s,
-                f"recurring job {team}/{name} saves a checkpoint every ~{every_s / 60:.0f} min "
-                f"({job.save_s:.0f} s per save): {'too often' if kind.endswith('frequent') else 'too rarely'} "
-                "for the fleet's interruption rate",
-                job_id=job.job_id,
-            ))
+        how = "every ~2 min of steps" if kind.endswith("frequent") else "at half way and at the end of each run"
+        # One row for the recurring job, naming no single job: its runs stay free for the
+        # detection suite's rank cases (which avoid jobs the ground truth names).
+        faults.append(Fault(
+            f"{kind}-1", kind, "software", "job", None, None, runs[0].submit_s, runs[-1].submit_s,
+            f"recurring job {team}/{name} (runs {', '.join(j.job_id for j in runs)}) saves a checkpoint "
+            f"{how}: {'too often' if kind.endswith('frequent') else 'too rarely'} for the fleet's "
+            "interruption rate",
+        ))
     return faults
 
 
@@ -193,8 +200,15 @@ def failure_escape_truth(effects, attempts: list[Attempt], names: list[str], hor
     return truths
 
 
+MIN_NODES = 16
+"""Smaller fleets get none of these scenarios: their few training jobs are the detection suite's
+rank cases (pipelines/detectors/scenarios.py), which need jobs and nodes no fault touched."""
+
+
 def plan_escape_scenarios(ctx: FaultContext) -> list[Fault]:
-    """The scenarios of this module for the default plan: one flagged GPU per 32 nodes (at least
-    one) and the two recurring checkpointing jobs."""
-    faults = [inject_flagged_gpu(ctx, f"flagged_gpu-{i + 1}") for i in range(max(1, round(ctx.cfg.nodes / 32)))]
+    """The scenarios of this module for the default plan on fleets of MIN_NODES or more: one
+    flagged GPU per 32 nodes (at least two) and the two recurring checkpointing jobs."""
+    if ctx.cfg.nodes < MIN_NODES:
+        return []
+    faults = [inject_flagged_gpu(ctx, f"flagged_gpu-{i + 1}") for i in range(max(2, round(ctx.cfg.nodes / 32)))]
     return faults + recurring_checkpoint_jobs(ctx)
