@@ -167,12 +167,15 @@ def test_overview_top_nodes_and_open_anomalies(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
     lost = sql(use_db, """
-        SELECT d.node, sum(d.unavailable_s + d.unknown_s) * any_value(n.gpu_count) / 3600 AS lost_gpu_h
+        SELECT d.node, sum(d.unavailable_s + d.unknown_s) * any_value(n.gpu_count) / 3600 AS lost_gpu_h,
+               coalesce(any_value(c.lost_gpu_h), 0) AS cost_gpu_h
         FROM node_availability_daily d JOIN nodes n USING (node)
+        LEFT JOIN node_cost c ON c.node = d.node AND c.week = '2026-W48'
         WHERE d.day BETWEEN DATE '2026-11-23' AND DATE '2026-11-29' GROUP BY d.node
-        ORDER BY lost_gpu_h DESC, d.node""")
-    top = at.dataframe[0].value
-    assert top["node"].iloc[0] == lost["node"][0]  # fixture: gpu-001, 20 GPU-h
+        ORDER BY cost_gpu_h DESC, lost_gpu_h DESC, d.node""")
+    top = next(df.value for df in at.dataframe if "cost_gpu_h" in df.value.columns)
+    # fixture: gpu-000 and gpu-001 cost 4.67 GPU-h each (j-101's failure); gpu-001 also lost 20 GPU-h down
+    assert top["node"].iloc[0] == lost["node"][0] == "gpu-001"
     open_by_severity = dict(sql(use_db, """
         SELECT severity, count(*) FROM anomalies
         WHERE start_ts < TIMESTAMPTZ '2026-11-30 00:00+00'
@@ -185,7 +188,7 @@ def test_overview_top_nodes_and_open_anomalies(use_db: Path) -> None:
 def test_overview_row_click_opens_the_node(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
-    first = at.dataframe[0].value["node"].iloc[0]
+    first = next(df.value for df in at.dataframe if "cost_gpu_h" in df.value.columns)["node"].iloc[0]
     at.session_state["top_nodes"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()
     no_errors(at)
