@@ -54,26 +54,6 @@ for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
         border=True,
     )
 
-if ui.has_table("failure_escapes"):
-    detectors = data.query("escapes_by_detector", **params)
-    if detectors.is_empty():
-        st.caption("No fleet failure (hardware or infrastructure) ended this week.")
-    else:
-        st.caption("Fleet failures of the week per detector: caught = a finding or bad condition was "
-                   "open before the failure; escaped = it opened only after (none: nothing saw it).")
-        ui.table(
-            detectors.with_columns((pl.col("median_lead_time_s") / 60).alias("median_lead_min"))
-            .select("detector", "catches", "escapes", "placed_on_flagged", "median_lead_min",
-                    "late_remediation_gpu_h"),
-            key="escapes_by_detector",
-            column_config={
-                "placed_on_flagged": st.column_config.NumberColumn("placed on flagged"),
-                "median_lead_min": st.column_config.NumberColumn("median lead (min)", format="%.0f"),
-                "late_remediation_gpu_h": st.column_config.NumberColumn(
-                    "GPU-h lost to late remediation", format="%.1f"),
-            },
-        )
-
 # Daily trends
 daily = data.query("daily_trend", **params)
 left, right = st.columns(2)
@@ -166,3 +146,25 @@ if not open_anomalies.is_empty():
         st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
 right.page_link(ui.ANOMALIES, label="All anomalies", icon=":material/arrow_forward:",
                 query_params={"week": str(filters.week), "status": "open"})
+
+# Escapes per detector (below the worst nodes, which stay the page's first table)
+if ui.has_table("failure_escapes"):
+    st.subheader("Escapes by detector")
+    detectors = data.query("escapes_by_detector", **params)
+    if detectors.is_empty():
+        st.caption("No fleet failure (hardware or infrastructure) ended this week.")
+    else:
+        st.caption("Fleet failures of the week per detector: caught = a finding or bad condition was "
+                   "open before the failure; escaped = it opened only after (none: nothing saw it).")
+        ui.table(
+            detectors.with_columns((pl.col("median_lead_time_s") / 60).alias("median_lead_min"))
+            .select("detector", "catches", "escapes", "placed_on_flagged", "median_lead_min",
+                    "late_remediation_gpu_h"),
+            key="escapes_by_detector",
+            column_config={
+                "placed_on_flagged": st.column_config.NumberColumn("placed on flagged"),
+                "median_lead_min": st.column_config.NumberColumn("median lead (min)", format="%.0f"),
+                "late_remediation_gpu_h": st.column_config.NumberColumn(
+                    "GPU-h lost to late remediation", format="%.1f"),
+            },
+        )
