@@ -37,3 +37,17 @@ KPIS: tuple[Kpi, ...] = (
         lambda c, p: fmt.delta(c, p), False,
         "Attempts that ended failed, node_fail, timeout, oom or preempted, per 1,000 GPU-days allocated."),
 )
+
+ESCAPE_KPIS: tuple[Kpi, ...] = (
+    Kpi("escape_rate", "Escape rate", fmt.pct, fmt.delta_pp, False,
+        "Fleet failures (hardware or infrastructure, failed or node_fail) that no finding or bad "
+        "condition saw coming / all fleet failures that ended this week."),
+    Kpi("jobs_placed_on_flagged", "Jobs placed on flagged nodes", lambda v: fmt.number(v, 0),
+        lambda c, p: fmt.delta(c, p, digits=0), False,
+        "Jobs whose failed attempt started on a node with a finding or bad condition already open: "
+        "remediation came too late."),
+    Kpi("median_lead_time_s", "Median lead time", fmt.duration_s,
+        lambda c, p: fmt.delta(None if c is None else c / 60, None if p is None else p / 60, " min"), True,
+        "Median time from the first signal to the failure, over the fleet failures the checks saw coming."),
+)
+"""The overview's Escapes section: weekly_summary columns from failure_escapes."""

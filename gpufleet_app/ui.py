@@ -16,7 +16,7 @@ ALL_CLUSTERS = "*"
 REQUIRED_VIEWS = (
     "node_state_intervals", "node_availability_daily", "fleet_availability_daily", "job_outcomes",
     "attempt_outcomes", "job_goodput", "goodput_segments", "goodput_stack", "rank_slowdown",
-    "anomalies",
+    "anomalies", "node_cost",
 )
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
@@ -184,6 +184,10 @@ def stale_notice() -> None:
 
 
 NODE_LOSS_COLUMNS = {
+    "cost_gpu_h": st.column_config.NumberColumn(
+        "cost GPU-h", format="%.1f",
+        help="GPU-hours jobs lost because of the node this week (node_cost): failures, straggler drag, "
+             "time it was down while jobs waited."),
     "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
     "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
     "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),

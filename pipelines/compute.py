@@ -64,6 +64,11 @@ def _steps() -> list[Step]:
         Step("node_remediation"),
         Step("node_remediation_history"),
         Step("goodput_stack"),
+        # Fleet failures against the signals open before them, the checkpoint interval model and
+        # the cost of each node: read attempt_outcomes, anomalies, node states and the goodput tables.
+        Step("failure_escapes"),
+        Step("checkpoint_advice"),
+        Step("node_cost"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
         Step("gpu_inventory"),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
         # Reads every metric table above: keep it last.

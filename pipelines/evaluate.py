@@ -51,6 +51,7 @@ EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "nic_links_down": (frozenset({"nic_links_down"}), frozenset({"straggler", "repeat_offender"})),
     "telemetry_gap": (frozenset({"telemetry_gap"}), frozenset()),
     "condition_flap": (frozenset({"condition_flap"}), frozenset()),
+    "flagged_gpu": (frozenset({"xid", "ecc_dbe"}), frozenset({"telemetry_gap", "straggler"})),
     "pcie_replay": (frozenset({"pcie_replay_rate"}), frozenset({"straggler"})),
     "nvlink_errors": (frozenset({"nvlink_error_rate"}), frozenset({"straggler"})),
     "row_remap_failure": (frozenset({"row_remap_failure"}), frozenset()),
@@ -66,7 +67,8 @@ EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 """Faults not listed (crash_loop, preemption, the negative hard cases) expect no finding."""
 
-TTD_FROM_END: frozenset[tuple[str, str]] = frozenset({("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid")})
+TTD_FROM_END: frozenset[tuple[str, str]] = frozenset({("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid"),
+                                                      ("flagged_gpu", "ecc_dbe")})
 """(fault kind, finding kind) timed from the fault's end: an ECC fault's window starts when the
 single-bit rate starts rising; its double-bit error (and XID 48) happens at the end."""
 

@@ -63,6 +63,9 @@ EXPORT_TABLES: dict[str, tuple[str, ...]] = {
     "goodput_segments": ("week",),
     "rank_slowdown": ("week",),
     "anomalies": ("week",),
+    "failure_escapes": ("week",),
+    "checkpoint_advice": ("week",),
+    "node_cost": ("week",),
 }
 STAGING_PREFIX = ".staging-"
 PARTIAL_SUFFIX = ".partial"

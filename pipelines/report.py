@@ -2,7 +2,8 @@
 
 Content (SQL in `queries/report/`): the weekly summary with week-over-week deltas, the goodput
 stack in GPU-hours, failed attempts by class and cause (state or XID), and the nodes that lost
-the most GPU-hours. The 12-week trend table and goodput per team and per queue are the
+the most GPU-hours, failure escapes by detector, checkpoint advice and node cost.
+The 12-week trend table and goodput per team and per queue are the
 dashboard's own queries (`queries/app/trends.sql`, `queries/app/goodput_groups.sql`), so the
 report and the overview show the same numbers. Every number comes from the derived tables
 `gpufleet compute` builds.
@@ -93,6 +94,12 @@ class WeeklyReport:
     the TREND_WEEKS weeks to the report's week, of its cluster (all clusters: each and '*')."""
     goodput_groups: pl.DataFrame
     """grouping ('team' / 'queue'), name, jobs, allocated_gpu_h, productive_gpu_h, ..., goodput."""
+    escapes: pl.DataFrame
+    """detector, catches, escapes, placed_on_flagged, median_lead_h, late_remediation_gpu_h."""
+    checkpoints: pl.DataFrame
+    """job_key, jobs, gpus, nodes, save_cost_s, current_interval_s, optimal_interval_s, ..."""
+    node_cost: pl.DataFrame
+    """node, cluster, lost_gpu_h, failure_gpu_h, straggler_gpu_h, waiting_gpu_h, ..."""
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
@@ -101,6 +108,7 @@ REPORT_TABLES = [
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
     "goodput_segments",
+    "failure_escapes", "checkpoint_advice", "node_cost",
 ]
 
 
@@ -148,6 +156,9 @@ def build_report(
         remediation=query_pl(con, "report/remediation", params),
         trends=trend_rows(con, week, cluster),
         goodput_groups=query_pl(con, "app/goodput_groups", params),
+        escapes=query_pl(con, "report/escapes", params),
+        checkpoints=query_pl(con, "report/checkpoints", params),
+        node_cost=query_pl(con, "report/node_cost", params),
     )
 
 
@@ -172,14 +183,17 @@ def _missing(value: Any) -> bool:
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """A metric value as people read it: ratios in %, hours with one decimal, counts whole."""
+    """A metric value as people read it: ratios in %, hours (and seconds) in hours with one decimal,
+    counts whole."""
     if _missing(value):
         return "n/a"
     if unit == "ratio":
         return f"{value * 100:.2f} %"
     if unit == "hours":
         return f"{value:,.1f} h"
-    if unit == "attempts":
+    if unit == "seconds":  # durations read in hours
+        return f"{value / 3600:,.1f} h"
+    if unit in ("attempts", "jobs"):
         return f"{value:,.0f}"
     return f"{value:,.1f}"
 
@@ -192,7 +206,9 @@ def format_delta(value: float | None, unit: str) -> str:
         return f"{value * 100:+.2f} pp"
     if unit == "hours":
         return f"{value:+,.1f} h"
-    if unit == "attempts":
+    if unit == "seconds":
+        return f"{value / 3600:+,.1f} h"
+    if unit in ("attempts", "jobs"):
         return f"{value:+,.0f}"
     return f"{value:+,.1f}"
 
@@ -212,11 +228,15 @@ def _pct(value: float | None) -> str:
     return "n/a" if _missing(value) else f"{value * 100:.2f} %"
 
 
+def _seconds(value: float | None) -> str:
+    return "n/a" if _missing(value) else f"{value:,.0f} s"
+
+
 def _shorten(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h)?|n/a|-)$")
+_NUMBER = re.compile(r"^([+-]?[\d,.]+( %| pp| h| s)?|n/a|-)$")
 
 
 def _title(report: WeeklyReport) -> str:
@@ -276,6 +296,23 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          _gpu_h(r["wasted_gpu_h"]), _gpu_h(r["other_gpu_h"]), _pct(r["goodput"])]
         for r in report.goodput_groups.iter_rows(named=True)
     ]
+    escapes = [
+        [r["detector"], str(r["catches"]), str(r["escapes"]), str(r["placed_on_flagged"]),
+         format_value(r["median_lead_h"], "hours"), _gpu_h(r["late_remediation_gpu_h"])]
+        for r in report.escapes.iter_rows(named=True)
+    ]
+    checkpoints = [
+        [r["job_key"], str(r["jobs"]), str(r["gpus"]), _seconds(r["save_cost_s"]),
+         _seconds(r["current_interval_s"]), _seconds(r["optimal_interval_s"]),
+         _pct(r["lost_fraction_current"]), _pct(r["lost_fraction_optimal"]), _gpu_h(r["regained_gpu_h"])]
+        for r in report.checkpoints.iter_rows(named=True)
+    ]
+    costs = [
+        [r["node"], r["cluster"] or "", _gpu_h(r["lost_gpu_h"]), _gpu_h(r["failure_gpu_h"]),
+         _gpu_h(r["straggler_gpu_h"]), _gpu_h(r["waiting_gpu_h"]), _pct(r["fleet_goodput_without"]),
+         format_delta(r["goodput_regained"], "ratio")]
+        for r in report.node_cost.iter_rows(named=True)
+    ]
     sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -313,6 +350,21 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Node", "Cluster", "Step", "Since (UTC)", "Until (UTC)", "Severity", "Why"], remediation,
          ("From node_remediation_history: every step in force at some time of the week, "
           "also those whose findings closed before its end.")),
+        ("Failure escapes by detector",
+         ["Detector", "Caught", "Escaped", "Placed on flagged", "Median lead", "Late remediation GPU-h"],
+         escapes,
+         ("Fleet failures (hardware or infrastructure) that ended this week. Caught: a finding or bad "
+          "condition was open before the failure; escaped: it opened only after (none: nothing saw it). "
+          "Late remediation: GPU-hours the caught failures still lost.")),
+        (f"Checkpoint advice (top {len(checkpoints)})",
+         ["Job (team/name)", "Runs", "GPUs", "Save cost", "Interval now", "Optimal interval",
+          "Lost now", "Lost at optimum", "GPU-h regained"], checkpoints,
+         ("Young/Daly optimum for the fleet's interruptions per node-hour times the job's nodes; "
+          "intervals are work time between saves.")),
+        (f"Node cost (top {len(costs)})",
+         ["Node", "Cluster", "Lost GPU-h", "Failures GPU-h", "Straggler GPU-h", "Down while jobs waited GPU-h",
+          "Fleet goodput without it", "Goodput regained"], costs,
+         "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday."),
     ]
     if report.incomplete is not None and not report.incomplete.is_empty():
         windows = [
@@ -368,6 +420,9 @@ def to_json(report: WeeklyReport) -> str:
         "remediation": _records(report.remediation),
         "trends": _records(report.trends),
         "goodput_groups": _records(report.goodput_groups),
+        "escapes": _records(report.escapes),
+        "checkpoints": _records(report.checkpoints),
+        "node_cost": _records(report.node_cost),
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
 
@@ -111,6 +112,17 @@ def _fleet_daily(node_daily: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# week, cluster -> escape_rate, jobs_placed_on_flagged, median_lead_time_s (failure_escapes):
+# W48: j-101's attempt 0 failed on gpu-001 (c1) 5 min after its XID finding opened: 0 of 1 escaped.
+# W47 c2: one hand-set escaped failure in the week before, so the escape rate has a delta.
+ESCAPES = {
+    ("2026-W47", "*"): (1.0, 0, None),
+    ("2026-W47", "c2"): (1.0, 0, None),
+    ("2026-W48", "*"): (0.0, 0, 300.0),
+    ("2026-W48", "c1"): (0.0, 0, 300.0),
+}
+
+
 def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
     # Availability from the daily seconds (summed, never averaged); the job numbers are hand-set:
     # W48 all clusters: 3 eligible jobs ended (j-101 ok, j-102 failed, j-103 ok) → 2/3.
@@ -132,14 +144,15 @@ def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
             part = part.filter(pl.col("cluster") == cluster)
         up = part["available_s"].sum() + part["degraded_s"].sum()
         denominator = part["in_fleet_s"].sum() - part["maintenance_s"].sum()
-        rows.append((week, cluster, up / denominator, *v))
+        rows.append((week, cluster, up / denominator, *v, *ESCAPES.get((week, cluster), (None, 0, None))))
     return pl.DataFrame(rows, orient="row", schema={
         "week": pl.String, "cluster": pl.String, "node_availability": pl.Float64,
         "job_success_rate": pl.Float64, "job_success_rate_gpu_h": pl.Float64,
         "first_attempt_success_rate": pl.Float64, "goodput": pl.Float64, "ettr": pl.Float64,
         "mtbf_h": pl.Float64, "mttr_h": pl.Float64, "interruptions_per_1k_gpu_days": pl.Float64,
         "hardware_failures": pl.Int64, "software_failures": pl.Int64,
-        "infrastructure_failures": pl.Int64, "user_failures": pl.Int64})
+        "infrastructure_failures": pl.Int64, "user_failures": pl.Int64,
+        "escape_rate": pl.Float64, "jobs_placed_on_flagged": pl.Int64, "median_lead_time_s": pl.Float64})
 
 
 # job_id, name, user, team, submit, start, end, gpus, state, exit_code, reason
@@ -406,13 +419,14 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
         return f"failed (exit {a[5]})" if a[8] == "software" else a[4]
 
     attempts = pl.DataFrame(
-        [(a[0], a[1], a[2], a[3], a[4], a[8], a[8] is not None and a[4] in ("failed", "node_fail"), cause(a),
-          a[9], a[7] if a[9] else [], num_gpus[a[0]]) for a in ATTEMPTS],
+        [(a[0], a[1], a[2], a[3], a[4], a[6], a[7], a[8], a[8] is not None and a[4] in ("failed", "node_fail"),
+          cause(a), a[9], a[7] if a[9] else [], num_gpus[a[0]], (a[3] - a[2]).total_seconds()) for a in ATTEMPTS],
         orient="row", schema={
             "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
-            "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "failure_class": pl.String,
-            "fleet_failure": pl.Boolean, "cause": pl.String,
-            "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String), "num_gpus": pl.Int32})
+            "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "reason": pl.String,
+            "nodes": pl.List(pl.String), "failure_class": pl.String, "fleet_failure": pl.Boolean,
+            "cause": pl.String, "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String),
+            "num_gpus": pl.Int32, "duration_s": pl.Float64})
     eligible = {"succeeded", "failed", "node_fail", "timeout", "oom"}
     outcomes = []
     for job_id, _, _, _, _, _, end, gpus, state, _, _ in JOBS:
@@ -473,6 +487,10 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     execute(con, "derived/gpu_samples_15m")
     execute(con, "derived/gpu_inventory")
     execute(con, "derived/attempt_clusters")
+    # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
+    # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).
+    for step in ("failure_escapes", "checkpoint_advice", "node_cost"):
+        execute(con, f"derived/{step}", Settings().sql_params())
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")
     con.close()

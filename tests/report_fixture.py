@@ -17,6 +17,7 @@ Node timelines (UTC):
            unavailable 11-29 22:00-24:00 (still open at the horizon: a failure, but no
            known repair time yet).
   n3  W47/W48: unavailable 11-22 22:00 -> 11-23 03:00 (one 5 h episode that starts in W47).
+Findings: n2 ecc_sbe_rate (warn) 11-24 07:00-14:00.
 
 Jobs (gpu_hours = GPUs x attempt lengths):
   W47  j0  c1 n1  8 GPUs  a0 failed 11-18 09:00-10:00 (hardware), a1 succeeded 11-19 00:00-04:00
@@ -108,6 +109,9 @@ STACK = [
 
 # (ts, node, gpu, code)
 XIDS = [("2026-11-24 11:58", "n2", 3, 79)]
+# Findings: (node, gpu, kind, severity, start, end). n2's rising ECC single-bit rate was open when
+# j2's attempt 0 started on it (08:00): a failure placed on a flagged node, 5 h after the finding.
+ANOMALIES = [("n2", 3, "ecc_sbe_rate", "warn", "2026-11-24 07:00", "2026-11-24 14:00")]
 
 # anomalies: (id, node, gpu, kind, start, end, severity, action, evidence, impact_gpu_h, goodput_lost_gpu_h)
 FINDINGS = [
@@ -279,6 +283,14 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         "INSERT INTO node_remediation_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(n, c, step, _ts(s), _ts(u), sev, why, ids) for n, c, step, s, u, sev, why, ids in REMEDIATION],
     )
+        "INSERT INTO anomalies (anomaly_id, entity_type, node, gpu, kind, start_ts, end_ts, severity, action) "
+        "VALUES (?, 'gpu', ?, ?, ?, ?, ?, ?, 'drain')",
+        [(f"a{i}", node, gpu, kind, _ts(s), _ts(e), sev) for i, (node, gpu, kind, sev, s, e) in enumerate(ANOMALIES)],
+    )
+
+
+SUMMARY_STEPS = ("attempt_clusters", "failure_escapes", "checkpoint_advice", "node_cost", "weekly_summary")
+"""The compute steps run over the hand-made tables, in `gpufleet compute` order."""
 
 
 @functools.cache
@@ -288,7 +300,7 @@ def _computed_template() -> Path:
     path = folder / "fleet.duckdb"
     con = open_store(path)
     build_report_fixture(con)
-    for step in ("attempt_clusters", "weekly_summary"):
+    for step in SUMMARY_STEPS:
         execute(con, f"derived/{step}", Settings().sql_params())
     con.close()
     return path

@@ -64,6 +64,54 @@ def test_overview_kpis_are_the_weekly_summary(use_db: Path, week: str, cluster: 
     assert at.query_params["week"] == week
 
 
+@pytest.mark.parametrize(("week", "cluster"), [("2026-W48", None), ("2026-W48", "c1"), ("2026-W47", "c2")])
+def test_overview_escapes_section_is_the_weekly_summary(use_db: Path, week: str, cluster: str | None) -> None:
+    at = open_page(None, week=week, **({"cluster": cluster} if cluster else {}))
+    no_errors(at)
+    assert "Escapes" in [s.value for s in at.subheader]
+    rows = sql(use_db, "SELECT * FROM weekly_summary WHERE coalesce(cluster, '*') = ? ORDER BY week",
+               [cluster or "*"])
+    cur = rows.filter(pl.col("week") == week).row(0, named=True)
+    prev_rows = rows.filter(pl.col("week") < week)
+    prev = prev_rows.row(-1, named=True) if prev_rows.height else {}
+    shown = metrics(at)
+    # W48 all clusters: 0 of 1 escaped vs W47's 1 of 1 -> 0.00 %, -100.00 pp; lead 300 s = 5 min
+    assert shown["Escape rate"] == (pct(cur["escape_rate"]), pp(cur["escape_rate"], prev.get("escape_rate")))
+    assert shown["Jobs placed on flagged nodes"][0] == f"{cur['jobs_placed_on_flagged']:,.0f}"
+    if week == "2026-W48":
+        # j-101's attempt 0: the XID finding on gpu-001 opened 5 min before the failure
+        detectors = next(df.value for df in at.dataframe if "detector" in df.value.columns)
+        assert list(zip(detectors["detector"], detectors["catches"], detectors["escapes"], strict=True)) == [
+            ("node_unavailable", 1, 0)]
+    lead = cur["median_lead_time_s"]
+    assert shown["Median lead time"][0] == ("—" if lead is None else f"{int(lead) // 60} min {int(lead) % 60:02d} s")
+
+
+def test_worst_nodes_sort_by_node_cost_and_the_node_page_shows_it(use_db: Path) -> None:
+    at = open_page(None, week="2026-W48")
+    no_errors(at)
+    table = next(df.value for df in at.dataframe if "cost_gpu_h" in df.value.columns)
+    cost = sql(use_db, "SELECT node, lost_gpu_h FROM node_cost WHERE week = '2026-W48' ORDER BY lost_gpu_h DESC, node")
+    # gpu-000 and gpu-001 share j-101's failure (16 GPUs x 35 min / 2 nodes = 4.67 GPU-h each)
+    # ties (equal cost) fall back to GPU-hours unavailable + unknown
+    assert set(table["node"][: cost.height]) == set(cost["node"])
+    assert list(table["cost_gpu_h"][: cost.height]) == pytest.approx(list(cost["lost_gpu_h"]))
+    assert list(table["cost_gpu_h"]) == sorted(table["cost_gpu_h"], reverse=True)
+    at = open_page("nodes", node="gpu-001", week="2026-W48")
+    no_errors(at)
+    expected = cost.filter(pl.col("node") == "gpu-001")["lost_gpu_h"][0]
+    assert metrics(at)["Node cost"][0] == f"{expected:,.1f} GPU-h"
+    nodes_page = open_page("nodes", week="2026-W48")
+    listed = next(df.value for df in nodes_page.dataframe if "cost_gpu_h" in df.value.columns)
+    assert list(listed["cost_gpu_h"]) == sorted(listed["cost_gpu_h"], reverse=True)
+
+
+def test_jobs_page_has_a_checkpoints_section(use_db: Path) -> None:
+    at = open_page("jobs", week="2026-W48")
+    no_errors(at)
+    assert "Checkpoints" in [s.value for s in at.subheader]
+
+
 def test_overview_defaults_to_the_newest_full_week(use_db: Path) -> None:
     at = open_page(None)
     no_errors(at)
@@ -119,12 +167,15 @@ def test_overview_top_nodes_and_open_anomalies(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
     lost = sql(use_db, """
-        SELECT d.node, sum(d.unavailable_s + d.unknown_s) * any_value(n.gpu_count) / 3600 AS lost_gpu_h
+        SELECT d.node, sum(d.unavailable_s + d.unknown_s) * any_value(n.gpu_count) / 3600 AS lost_gpu_h,
+               coalesce(any_value(c.lost_gpu_h), 0) AS cost_gpu_h
         FROM node_availability_daily d JOIN nodes n USING (node)
+        LEFT JOIN node_cost c ON c.node = d.node AND c.week = '2026-W48'
         WHERE d.day BETWEEN DATE '2026-11-23' AND DATE '2026-11-29' GROUP BY d.node
-        ORDER BY lost_gpu_h DESC, d.node""")
-    top = at.dataframe[0].value
-    assert top["node"].iloc[0] == lost["node"][0]  # fixture: gpu-001, 20 GPU-h
+        ORDER BY cost_gpu_h DESC, lost_gpu_h DESC, d.node""")
+    top = next(df.value for df in at.dataframe if "cost_gpu_h" in df.value.columns)
+    # fixture: gpu-000 and gpu-001 cost 4.67 GPU-h each (j-101's failure); gpu-001 also lost 20 GPU-h down
+    assert top["node"].iloc[0] == lost["node"][0] == "gpu-001"
     open_by_severity = dict(sql(use_db, """
         SELECT severity, count(*) FROM anomalies
         WHERE start_ts < TIMESTAMPTZ '2026-11-30 00:00+00'
@@ -137,7 +188,7 @@ def test_overview_top_nodes_and_open_anomalies(use_db: Path) -> None:
 def test_overview_row_click_opens_the_node(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
-    first = at.dataframe[0].value["node"].iloc[0]
+    first = next(df.value for df in at.dataframe if "cost_gpu_h" in df.value.columns)["node"].iloc[0]
     at.session_state["top_nodes"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()
     no_errors(at)

@@ -121,3 +121,14 @@ def test_every_page_renders_on_the_simulated_fleet(use_sim: Path) -> None:
         at = open_page(page, week=week)
         no_errors(at)
         assert at.title, page
+
+
+def test_checkpoints_table_is_the_checkpoint_advice(use_sim: Path) -> None:
+    week, _, _ = newest_week(use_sim)
+    at = open_page("jobs", week=week)
+    no_errors(at)
+    advice = sql(use_sim, "SELECT job_key, regained_gpu_h FROM checkpoint_advice WHERE week = ? "
+                          "ORDER BY regained_gpu_h DESC NULLS LAST, job_key", [week])
+    assert advice.height, "the simulated fleet has recurring jobs that save checkpoints"
+    table = next(df.value for df in at.dataframe if "job_key" in df.value.columns)
+    assert list(table["job_key"]) == list(advice["job_key"])

@@ -53,12 +53,14 @@ W48_ROWS = {
         "FROM node_state_intervals WHERE end_ts > '2026-11-23' AND start_ts < '2026-11-30'"
     ),
 }
+W48_ROWS["failure_escapes"] = "SELECT * FROM failure_escapes WHERE week = '2026-W48'"
 # Hand-counted W48 rows: 3 summary rows (c1, c2, *), 2 stack rows, 3 nodes x 7 days,
 # 2 clusters x 7 days, jobs j1..j5, 9 attempts of j1..j5, 5 goodput rows, 14 intervals overlapping.
 W48_COUNTS = {
     "weekly_summary": 3, "goodput_stack": 2, "node_availability_daily": 21,
     "fleet_availability_daily": 14, "job_outcomes": 5, "attempt_outcomes": 9, "job_goodput": 5,
     "node_state_intervals": 14,
+    "failure_escapes": 1,  # j2's attempt 0, placed on n2 while its finding was open
 }
 
 

@@ -68,6 +68,14 @@ MARKDOWN_LINES = [
     "| n2 | c1 | 3 | xid 79 | critical | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | 64.0 | 0.5 |",
     # what the ladder recommended this week, though the finding closed before the week's end
     "| n2 | c1 | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | critical | xid 79 on gpu 3 (critical) -> reboot |",
+    # escapes: W48 j2 a0 placed on n2 while its ecc_sbe_rate finding was open (0 of 1 escaped);
+    # W47 j0 a0 on n1 escaped (1 of 1)
+    "| Escape rate (fleet failures no check saw coming) | 0.00 % | 100.00 % | -100.00 pp |",
+    "| Jobs placed on flagged nodes | 1 | 0 | +1 |",
+    # finding 07:00, failure 12:00: 5 h ahead; W47's only failure escaped: no lead time
+    "| Median lead time of caught failures | 5.0 h | n/a | n/a |",
+    # per detector: caught 1, escaped 0, placed 1, lead 5 h; no step timings in the fixture: 0 GPU-h
+    "| ecc_sbe_rate | 1 | 0 | 1 | 5.0 h | 0.0 |",
 ]
 
 

@@ -22,6 +22,7 @@ from pipelines.simulate import (
     simulate,
     simulate_to_dir,
 )
+from pipelines.simulator.escapes import ESCAPE_FAULT_KINDS
 from pipelines.simulator.output import record_tables
 from pipelines.store import open_store, row_counts
 
@@ -32,7 +33,7 @@ COUNTERS = (
     "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
 )
-FAULT_KINDS = {spec.kind for spec in DEFAULT_FAULT_PLAN}
+FAULT_KINDS = {spec.kind for spec in DEFAULT_FAULT_PLAN} | set(ESCAPE_FAULT_KINDS)
 
 
 @pytest.fixture(scope="session")

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from pipelines.config import Settings
 from pipelines.sql import execute, query_pl
 from pipelines.store import connect
-from tests.report_fixture import build_report_fixture
+from tests.report_fixture import SUMMARY_STEPS, build_report_fixture
 
 
 def compute_summary(con) -> None:
-    for step in ("attempt_clusters", "weekly_summary"):
+    for step in SUMMARY_STEPS:
         execute(con, f"derived/{step}", Settings().sql_params())
 
 
@@ -115,6 +115,21 @@ CASES = [
     ("2026-W48", "*", "user_failures", 2),
     ("2026-W47", "*", "hardware_failures", 1),  # j0 a0
     ("2026-W47", "c2", "hardware_failures", 0),
+    # --- failure escapes: fleet failures (hardware / infrastructure, failed or node_fail) ---
+    # W47 c1: j0 a0 failed on n1 09:00-10:00; n1 goes unavailable at 10:00, the failure itself: escaped.
+    ("2026-W47", "c1", "escape_rate", 1 / 1),
+    ("2026-W47", "*", "escape_rate", 1 / 1),
+    ("2026-W47", "*", "median_lead_time_s", None),
+    # W48 c1: j2 a0 (node_fail 11-24 08:00-12:00, implicated n2) started on n2 while its
+    # ecc_sbe_rate finding (07:00) was open: placed on a flagged node, lead 12:00 - 07:00 = 18000 s.
+    ("2026-W48", "c1", "escape_rate", 0 / 1),
+    ("2026-W48", "c1", "jobs_placed_on_flagged", 1),
+    ("2026-W48", "c1", "median_lead_time_s", 18000.0),
+    # W48 c2: j3's software failures and j5's preemption are not the fleet's: nothing to rate.
+    ("2026-W48", "c2", "escape_rate", None),
+    ("2026-W48", "c2", "jobs_placed_on_flagged", 0),
+    ("2026-W48", "*", "fleet_failures", 1),
+    ("2026-W48", "*", "escaped_failures", 0),
     # --- numerators and denominators ---
     ("2026-W48", "*", "jobs_ended", 5),  # j1..j5; j6 runs on
     ("2026-W48", "*", "eligible_jobs", 4),

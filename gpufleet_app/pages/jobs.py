@@ -183,6 +183,40 @@ def job_detail(job_id: str) -> None:
     st.caption("Stragglers first, then slowest median ratio; at most 32 ranks shown.")
 
 
+def checkpoint_table(filters: ui.Filters) -> None:
+    st.subheader("Checkpoints")
+    if not ui.has_table("checkpoint_advice"):
+        st.info("Checkpoint advice is not computed yet: run `gpufleet compute`.")
+        return
+    advice = data.query("checkpoint_advice", **filters.params())
+    if advice.is_empty():
+        st.info(f"No job saved checkpoints in {filters.week}.")
+        return
+    st.caption(
+        "Per recurring job (team/name): the interval between saves against the Young/Daly optimum for "
+        "the fleet's interruption rate at the job's size (all clusters). Most GPU-hours to regain first."
+    )
+    ui.table(
+        advice.select(
+            "job_key", "jobs", "gpus", "nodes", "save_cost_s", "current_interval_s", "optimal_interval_s",
+            "mtbi_h", (pl.col("lost_fraction_current") * 100).alias("lost_current_pct"),
+            (pl.col("lost_fraction_optimal") * 100).alias("lost_optimal_pct"), "regained_gpu_h",
+        ),
+        key="checkpoint_table",
+        column_config={
+            "job_key": st.column_config.TextColumn("job (team/name)"),
+            "gpus": st.column_config.NumberColumn("GPUs"),
+            "save_cost_s": st.column_config.NumberColumn("save cost s", format="%.0f"),
+            "current_interval_s": st.column_config.NumberColumn("interval now s", format="%.0f"),
+            "optimal_interval_s": st.column_config.NumberColumn("optimal interval s", format="%.0f"),
+            "mtbi_h": st.column_config.NumberColumn("MTBI at its size h", format="%.1f"),
+            "lost_current_pct": st.column_config.NumberColumn("lost now", format="%.1f %%"),
+            "lost_optimal_pct": st.column_config.NumberColumn("lost at optimum", format="%.1f %%"),
+            "regained_gpu_h": st.column_config.NumberColumn("GPU-h/week regained", format="%.1f"),
+        },
+    )
+
+
 selected = ui.url_param("job")
 st.title(f"Job {selected}" if selected else "Jobs")
 if selected:
@@ -193,3 +227,4 @@ else:
     filters = ui.week_and_cluster()
     ui.stale_notice()
     job_table(filters)
+    checkpoint_table(filters)

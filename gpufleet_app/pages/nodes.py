@@ -30,11 +30,12 @@ def node_table(filters: ui.Filters) -> None:
         return
     st.caption(
         f"{len(nodes)} nodes, {ui.week_label(str(filters.week))}, {filters.cluster_label}. "
-        "Worst first; click a column header to sort, a row to open the node."
+        "Costliest first (GPU-hours jobs lost because of the node), with the remediation ladder step; "
+        "click a column header to sort, a row to open the node."
     )
     event = ui.table(
         nodes.select(
-            "node", "cluster", "gpu_model", (pl.col("availability") * 100).alias("availability_pct"),
+            "node", "cluster", "gpu_model", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "open_anomalies", "straggler_jobs",
             pl.col("ladder_step").fill_null("—"),
         ),
@@ -69,7 +70,14 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     table = data.query("node_table", **{**filters.params(), "cluster": "*"})
     row = table.filter(pl.col("node") == node)
     summary = row.row(0, named=True) if row.height else {}
-    columns = st.columns(5)
+    columns = st.columns(6)
+    columns[5].metric(
+        "Node cost", fmt.gpu_hours(summary.get("cost_gpu_h")), border=True,
+        help="GPU-hours jobs lost because of this node this week: wasted progress and recovery of "
+             "failures it is implicated in, straggler drag of its ranks, time it was down while jobs "
+             "waited. Replacing it on Monday would have raised fleet goodput by "
+             f"{fmt.pct(summary.get('goodput_regained'))} points.",
+    )
     columns[0].metric("Availability", fmt.pct(summary.get("availability")), border=True)
     columns[1].metric("Unavailable GPU-h", fmt.number(summary.get("unavailable_gpu_h")), border=True)
     columns[2].metric("Unknown GPU-h", fmt.number(summary.get("unknown_gpu_h")), border=True)

@@ -4,7 +4,7 @@ import polars as pl
 import streamlit as st
 
 from gpufleet_app import charts, data, fmt, trends, ui
-from gpufleet_app.kpis import KPIS
+from gpufleet_app.kpis import ESCAPE_KPIS, KPIS
 
 st.title("Fleet overview")
 filters = ui.week_and_cluster()
@@ -42,6 +42,19 @@ for row_start in range(0, len(KPIS), 4):
             border=True,
             chart_data=trends.sparkline(trend, filters, kpi.column),
         )
+
+# Escapes: did the checks see the fleet's failures coming?
+st.subheader("Escapes")
+for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
+    value = current.get(kpi.column)
+    column.metric(
+        kpi.label,
+        kpi.value(value),
+        kpi.change(value, previous.get(kpi.column)),
+        delta_color="normal" if kpi.higher_is_better else "inverse",
+        help=kpi.help,
+        border=True,
+    )
 
 # Daily trends
 daily = data.query("daily_trend", **params)
@@ -81,15 +94,17 @@ left, right = st.columns([3, 2])
 nodes = data.query("node_table", **params)
 offenders = nodes.filter(
     (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
+    | (pl.col("cost_gpu_h") > 0)
 ).head(10)
 left.subheader("Top offending nodes")
 if offenders.is_empty():
     left.success("No node lost GPU-hours or raised an anomaly this week.")
 else:
-    left.caption("Ranked by GPU-hours unavailable + unknown. Click a row to open the node.")
+    left.caption("Ranked by node cost (GPU-hours jobs lost because of the node), then GPU-hours "
+                 "unavailable + unknown. Click a row to open the node.")
     event = ui.table(
         offenders.select(
-            "node", "cluster", (pl.col("availability") * 100).alias("availability_pct"),
+            "node", "cluster", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
             "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
         ),
         container=left,
@@ -140,6 +155,28 @@ if not open_anomalies.is_empty():
         st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
 right.page_link(ui.ANOMALIES, label="All anomalies", icon=":material/arrow_forward:",
                 query_params={"week": str(filters.week), "status": "open"})
+
+# Escapes per detector (below the worst nodes, which stay the page's first table)
+if ui.has_table("failure_escapes"):
+    st.subheader("Escapes by detector")
+    detectors = data.query("escapes_by_detector", **params)
+    if detectors.is_empty():
+        st.caption("No fleet failure (hardware or infrastructure) ended this week.")
+    else:
+        st.caption("Fleet failures of the week per detector: caught = a finding or bad condition was "
+                   "open before the failure; escaped = it opened only after (none: nothing saw it).")
+        ui.table(
+            detectors.with_columns((pl.col("median_lead_time_s") / 60).alias("median_lead_min"))
+            .select("detector", "catches", "escapes", "placed_on_flagged", "median_lead_min",
+                    "late_remediation_gpu_h"),
+            key="escapes_by_detector",
+            column_config={
+                "placed_on_flagged": st.column_config.NumberColumn("placed on flagged"),
+                "median_lead_min": st.column_config.NumberColumn("median lead (min)", format="%.0f"),
+                "late_remediation_gpu_h": st.column_config.NumberColumn(
+                    "GPU-h lost to late remediation", format="%.1f"),
+            },
+        )
 
 trends.goodput_groups(filters)
 trends.section(filters, trend)

@@ -620,4 +620,9 @@ def plan_faults(
         effects.cordons.append((node, t0, t1, "cordoned for planned maintenance"))
         mid = t0 + 2 * 3600
         effects.reboots.append((node, mid, mid + 10 * 60))
+    if cfg.faults == "default":
+        # After maintenance, with their own random stream: the draws above stay as they were.
+        from pipelines.simulator.escapes import plan_escape_scenarios
+
+        faults.extend(plan_escape_scenarios(ctx))
     return effects, faults

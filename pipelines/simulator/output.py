@@ -252,6 +252,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     text = {
         79: "GPU has fallen off the bus.",
         48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 1.",
+        94: "Contained: SM (0x1). RST: No, D-RST: No",
     }
     out["gpu_events"] = pa.table(
         {

@@ -5,7 +5,9 @@
 -- overlap the week; open_anomalies = those still open at the week's end;
 -- straggler_jobs = jobs ended in the week in which a rank on the node was a
 -- straggler; ladder_step = the highest remediation step (watch < cordon < drain <
--- reset_gpu < reboot < replace) its open anomalies call for. Worst first.
+-- reset_gpu < reboot < replace) its open anomalies call for. cost_gpu_h = node_cost.lost_gpu_h of
+-- the week (GPU-hours jobs lost because of the node: failures, straggler drag, time it was down
+-- while jobs waited), goodput_regained its node_cost.goodput_regained. Worst (costliest) first.
 WITH days AS (
     SELECT
         node,
@@ -34,6 +36,11 @@ anoms AS (
       AND a.start_ts < $week_end AND (a.end_ts IS NULL OR a.end_ts > $week_start)
     GROUP BY a.node
 ),
+cost AS (
+    SELECT node, lost_gpu_h, goodput_regained
+    FROM node_cost
+    WHERE week_start = CAST($week_start AS DATE)
+),
 stragglers AS (
     SELECT r.node, count(DISTINCT r.job_id) AS straggler_jobs
     FROM rank_slowdown r
@@ -52,10 +59,13 @@ SELECT
     coalesce(a.anomalies, 0) AS anomalies,
     coalesce(a.open_anomalies, 0) AS open_anomalies,
     coalesce(s.straggler_jobs, 0) AS straggler_jobs,
-    l.action AS ladder_step
+    l.action AS ladder_step,
+    coalesce(c.lost_gpu_h, 0) AS cost_gpu_h,
+    c.goodput_regained
 FROM days d
 LEFT JOIN nodes n USING (node)
 LEFT JOIN anoms a USING (node)
 LEFT JOIN stragglers s USING (node)
 LEFT JOIN ladder l ON l.step_rank = a.step_rank
-ORDER BY unavailable_gpu_h + unknown_gpu_h DESC, anomalies DESC, d.node
+LEFT JOIN cost c USING (node)
+ORDER BY cost_gpu_h DESC, unavailable_gpu_h + unknown_gpu_h DESC, anomalies DESC, d.node

@@ -28,6 +28,12 @@
 --                                (attempt_outcomes.fleet_failure: states failed / node_fail, never
 --                                preempted or evicted); user_failures counts class user (cancelled,
 --                                timeout, oom), shown apart.
+--   escape_rate                  fleet failures (failure_escapes rows) that ended in the week with
+--                                outcome 'escaped' / all of them: the share the checks did not see coming.
+--   jobs_placed_on_flagged       distinct jobs with a fleet failure that ended in the week on a node
+--                                whose finding or not-good condition was already open at the attempt's start.
+--   median_lead_time_s           median of failure_escapes.lead_time_s (failure end - first signal)
+--                                over the week's failures the checks saw coming (not escaped), s.
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
 -- cluster most of its nodes belong to), as in goodput_stack. Work that ran on no known node has no
 -- cluster row of its own but counts in the '*' row, which sums every job, attempt and stack row.
@@ -141,6 +147,16 @@ attempt_counts AS (
     FROM ended_attempts
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
+escapes AS (
+    SELECT week,
+           CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
+           count(*) AS fleet_failures,
+           count(*) FILTER (WHERE escaped) AS escaped_failures,
+           count(DISTINCT job_id) FILTER (WHERE placed_on_flagged) AS jobs_placed_on_flagged,
+           median(lead_time_s) FILTER (WHERE NOT escaped) AS median_lead_time_s
+    FROM (SELECT week, cluster, job_id, escaped, placed_on_flagged, lead_time_s FROM failure_escapes)
+    GROUP BY GROUPING SETS ((week, cluster), (week))
+),
 stack AS (
     SELECT week,
            CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
@@ -160,6 +176,7 @@ weeks AS (
     UNION SELECT week FROM job_rates
     UNION SELECT week FROM attempt_counts
     UNION SELECT week FROM stack
+    UNION SELECT week FROM escapes
 ),
 grid AS (
     SELECT w.week, c.cluster
@@ -183,8 +200,13 @@ SELECT
     coalesce(ac.software_failures, 0) AS software_failures,
     coalesce(ac.infrastructure_failures, 0) AS infrastructure_failures,
     coalesce(ac.user_failures, 0) AS user_failures,
-    -- Numerators and denominators, so weeks and clusters can be re-aggregated exactly.
     coalesce(ac.unknown_failures, 0) AS unknown_failures,
+    es.escaped_failures / nullif(es.fleet_failures, 0) AS escape_rate,
+    coalesce(es.jobs_placed_on_flagged, 0) AS jobs_placed_on_flagged,
+    es.median_lead_time_s,
+    -- Numerators and denominators, so weeks and clusters can be re-aggregated exactly.
+    coalesce(es.fleet_failures, 0) AS fleet_failures,
+    coalesce(es.escaped_failures, 0) AS escaped_failures,
     coalesce(jr.jobs_ended, 0) AS jobs_ended,
     coalesce(jr.eligible_jobs, 0) AS eligible_jobs,
     coalesce(jr.succeeded_jobs, 0) AS succeeded_jobs,
@@ -200,4 +222,5 @@ LEFT JOIN job_rates jr USING (week, cluster)
 LEFT JOIN reliability re USING (week, cluster)
 LEFT JOIN attempt_counts ac USING (week, cluster)
 LEFT JOIN stack st USING (week, cluster)
+LEFT JOIN escapes es USING (week, cluster)
 ORDER BY g.week, g.cluster = '*', g.cluster

@@ -1,6 +1,6 @@
 -- report/summary: the weekly summary of one week and cluster ('*' = all clusters) as one row per
 -- metric, with the previous ISO week's value and the week-over-week delta (value - previous, in
--- the metric's own unit: ratios 0-1, hours, counts). `better` says which direction is good.
+-- the metric's own unit: ratios 0-1, hours, counts, seconds). `better` says which direction is good.
 -- UNPIVOT drops NULLs; the LEFT JOINs from `metrics` bring them back as NULL.
 -- Params: $week ('YYYY-Www'), $cluster.
 WITH
@@ -27,14 +27,17 @@ metrics(position, metric, label, unit, better) AS (
         (11, 'software_failures', 'Software failures', 'attempts', 'lower'),
         (12, 'infrastructure_failures', 'Infrastructure failures', 'attempts', 'lower'),
         (13, 'user_failures', 'User failures', 'attempts', 'lower'),
-        (14, 'unknown_failures', 'Unclassified failures', 'attempts', 'lower')
+        (14, 'unknown_failures', 'Unclassified failures', 'attempts', 'lower'),
+        (15, 'escape_rate', 'Escape rate (fleet failures no check saw coming)', 'ratio', 'lower'),
+        (16, 'jobs_placed_on_flagged', 'Jobs placed on flagged nodes', 'jobs', 'lower'),
+        (17, 'median_lead_time_s', 'Median lead time of caught failures', 'seconds', 'higher')
 ),
 current_values AS (
-    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures)$')::DOUBLE
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s)$')::DOUBLE
     FROM current_week
 ),
 previous_values AS (
-    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures)$')::DOUBLE
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s)$')::DOUBLE
     FROM previous_week
 ),
 current_long AS (
