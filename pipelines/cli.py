@@ -40,9 +40,10 @@ out = Console()
 class Context:
     """What the global options resolve to, shared by every command."""
 
-    def __init__(self, db: Path, config: str | None) -> None:
+    def __init__(self, db: Path, config: str | None, db_option: str | None = None) -> None:
         self.db = db
         self.config = config
+        self.db_option = db_option
 
     def settings(self) -> Settings:
         return load_settings(self.config)
@@ -58,7 +59,7 @@ def main_options(
         str | None, typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
     ] = None,
 ) -> None:
-    ctx.obj = Context(db_path(db), config)
+    ctx.obj = Context(db_path(db), config, db)
 
 
 def _print_loads(results) -> None:
@@ -104,10 +105,10 @@ def ingest_prometheus_cmd(
     Credentials come from the environment: GPUFLEET_PROM_TOKEN (bearer) or
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     """
-    from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
+    from pipelines.sources.prometheus import ingest_prometheus, parse_time
     from pipelines.store import open_store
 
-    settings = PrometheusSettings.from_extra(ctx.obj.settings().extra)
+    settings = ctx.obj.settings().prometheus
     start_ts, end_ts = parse_time(start), parse_time(end)
     con = open_store(ctx.obj.db)
     with console.status("Fetching ...") as status:
@@ -382,6 +383,41 @@ def report(
     console.print(f"Wrote {out_file}")
 
 
+def _db_origin(explicit: str | None) -> str:
+    if explicit:
+        return "--db"
+    return "environment GPUFLEET_DB" if os.environ.get("GPUFLEET_DB") else "default"
+
+
+@app.command("config")
+def config_cmd(ctx: typer.Context) -> None:
+    """Print the effective settings as TOML, each with where it came from (default, file, environment)."""
+    import dataclasses
+
+    from pipelines.config import SECTION_NAMES, config_file
+    from pipelines.settings_model import toml_key, toml_value
+
+    settings = ctx.obj.settings()
+    path, named_by = config_file(ctx.obj.config)
+    found = "" if path.is_file() else ", not found: defaults"
+    lines = [
+        f"# settings file: {path} ({named_by}{found})",
+        f"# database: {ctx.obj.db} ({_db_origin(ctx.obj.db_option)})",
+        "# prometheus url: "
+        + ("environment GPUFLEET_PROM_URL" if os.environ.get("GPUFLEET_PROM_URL") else "not set (pass --url)"),
+        "# prometheus credentials: "
+        + (", ".join(v for v in ("GPUFLEET_PROM_TOKEN", "GPUFLEET_PROM_USER", "GPUFLEET_PROM_PASSWORD")
+                     if os.environ.get(v)) or "none")
+        + " (values never shown)",
+    ]
+    for section in SECTION_NAMES:
+        lines += ["", f"[{section}]"]
+        for key, value in dataclasses.asdict(getattr(settings, section)).items():
+            origin = settings.origins.get(f"{section}.{key}", "default")
+            lines.append(f"{toml_key(key)} = {toml_value(value)}  # {origin}")
+    out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 def export(
     ctx: typer.Context,
@@ -414,9 +450,10 @@ def main() -> None:
     try:
         app()
     except GpufleetError as e:
-        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False)
+        # soft_wrap: one message line stays one line in a log, whatever the terminal width.
+        console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)
         if e.hint:
-            console.print(e.hint, highlight=False, markup=False)
+            console.print(e.hint, highlight=False, markup=False, soft_wrap=True)
         sys.exit(e.exit_code)
 
 
