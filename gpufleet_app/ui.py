@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import data
+from gpufleet_app import data, fmt
 from pipelines.errors import GpufleetError
 from pipelines.weeks import IsoWeek
 
@@ -32,9 +32,9 @@ class NothingToShow(GpufleetError):
 
 def show_error(error: GpufleetError) -> None:
     if isinstance(error, NothingToShow):
-        st.info(error.title)
+        st.info(fmt.text(error.title))
     else:
-        st.error(error.title)
+        st.error(fmt.text(error.title))
     if error.hint:
         st.markdown(error.hint)
 
@@ -87,7 +87,8 @@ class Filters:
 
     @property
     def cluster_label(self) -> str:
-        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {self.cluster}"
+        """For Markdown: the cluster name is escaped."""
+        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {fmt.text(self.cluster)}"
 
 
 def default_week(weeks: list[tuple[str, int]]) -> str:
@@ -111,7 +112,7 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
     wanted = url_param("week")
     if wanted and wanted not in names:
         st.warning(
-            f"No data for week `{wanted}`; showing {default_week(weeks)}. "
+            f"No data for week “{fmt.text(wanted)}”; showing {default_week(weeks)}. "
             f"Weeks with data: {', '.join(names)}."
         )
         wanted = None
@@ -127,7 +128,7 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
         options = [ALL_CLUSTERS, *clusters]
         asked = url_param("cluster")
         if asked and asked not in options:
-            st.warning(f"Unknown cluster `{asked}`; showing all clusters.")
+            st.warning(f"Unknown cluster “{fmt.text(asked)}”; showing all clusters.")
             asked = None
         cluster = right.selectbox(
             "Cluster", options, index=options.index(asked or ALL_CLUSTERS),
@@ -146,7 +147,7 @@ def week_label(week: str) -> str:
 def sidebar_status() -> None:
     """Where the numbers come from and how fresh they are."""
     reader = data.reader()
-    st.sidebar.caption(f"Database: `{reader.path.name}` (read-only)")
+    st.sidebar.caption(f"Database: {fmt.text(reader.path.name)} (read-only)")
     try:
         status = data.query("data_status").row(0, named=True)
     except GpufleetError:

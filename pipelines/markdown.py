@@ -8,23 +8,38 @@ from __future__ import annotations
 
 import html
 import re
-import string
 
-_PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
+# Characters that start a link, image, autolink, HTML tag or entity, code span, emphasis,
+# strikethrough, table cell, colour directive or LaTeX anywhere in a line.
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]!<>&$:~|{}@^])")
+# ... and those that start a block (heading, quote, list, setext underline) at the start of a line.
+_BLOCK_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
 _CELL_SPECIAL = re.compile(r"([\\`*_\[\]!|~{}$^@])")
-# GFM turns `http://...` and `www....` in plain text into links: break the two markers.
-_AUTOLINK = re.compile(r"(?i)(://|www\.)")
+# GFM links bare `http://...`, `www....` and `name@domain` in plain text, after escapes are
+# resolved (remark-gfm, which Streamlit uses, finds them in the parsed text): an invisible word
+# joiner after `:`, `www` and `@` breaks the pattern and leaves the text as it reads.
+_AUTOLINK = re.compile(r"(?i)(\\?:(?=//)|www(?=\\?\.)|\\?@)")
+WORD_JOINER = "\u2060"
+
+
+def _break_autolinks(text: str) -> str:
+    return _AUTOLINK.sub(lambda m: m.group(1) + WORD_JOINER, text)
 
 
 def escape_markdown(value: object) -> str:
     """`value` as literal text in Markdown (Streamlit's renderer included).
 
-    Every ASCII punctuation character is backslash-escaped (CommonMark allows it for all of them),
-    so no link, image, autolink, HTML tag, entity, code span, colour directive or LaTeX can start;
-    line breaks become spaces so a value cannot open a new block (a list, a heading).
+    The characters that can start a link, image, autolink, HTML, code, emphasis, directive or
+    LaTeX are backslash-escaped (CommonMark allows it for every ASCII punctuation character),
+    and a block marker at the start (`# `, `- `, `1.`); line breaks become spaces so a value
+    cannot open a block of its own; a bare URL or e-mail address gets an invisible word joiner.
+    Letters, digits, `-`, `.` and `/` read as written.
     """
     text = " ".join(str(value).splitlines())
-    return _PUNCTUATION.sub(r"\\\1", text)
+    text = _INLINE_SPECIAL.sub(r"\\\1", text)
+    text = _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
+                                                      else m.group(2) + "\\"), text)
+    return _break_autolinks(text)
 
 
 def escape_markdown_cell(value: object) -> str:
@@ -35,6 +50,4 @@ def escape_markdown_cell(value: object) -> str:
     as before (`66.6 %`, `2026-11-23`, `(UTC)`).
     """
     text = html.escape(" ".join(str(value).splitlines()), quote=False)
-    text = _CELL_SPECIAL.sub(r"\\\1", text)
-    return _AUTOLINK.sub(lambda m: m.group(1)[:-1] + "\\" + m.group(1)[-1] if m.group(1).endswith(".")
-                         else "\\" + m.group(1), text)
+    return _break_autolinks(_CELL_SPECIAL.sub(r"\\\1", text))

@@ -88,11 +88,11 @@ def test_every_setting_with_a_wrong_type_is_one_line_naming_file_key_type_and_va
         ("[detection]\nload_util_min = 101.0", "`detection.load_util_min` must be a number >= 0 and <= 100, got 101.0."),
         ("[prometheus]\nretries = -1", "`prometheus.retries` must be an integer >= 0, got -1."),
         ("[prometheus]\nnic_expected_by_instance_type = { p5 = -32 }",
-         "`prometheus.nic_expected_by_instance_type` must be a table of integers >= 0; "
-         "`prometheus.nic_expected_by_instance_type.p5`, got -32."),
+         ("`prometheus.nic_expected_by_instance_type` must be a table of integers >= 0; "
+          "`prometheus.nic_expected_by_instance_type.p5`, got -32.")),
         ('[availability]\nrequired_conditions = ["Ready", 5]',
-         "`availability.required_conditions` must be a list of strings; "
-         "`availability.required_conditions[1]`, got 5."),
+         ("`availability.required_conditions` must be a list of strings; "
+          "`availability.required_conditions[1]`, got 5.")),
         ("[prometheus]\nnode_metrics = { nic = { sample_sql = \"value\" } }",
          "`prometheus.node_metrics`: `nic` needs a `selector` or a `promql` key"),
     ],
@@ -149,7 +149,7 @@ def test_environment_overrides_a_setting_and_is_checked_like_the_file(tmp_path, 
 def _gpufleet(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")}
     return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "pipelines", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=120,
         env=clean | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "COLUMNS": "60"} | (env or {}),
     )
 

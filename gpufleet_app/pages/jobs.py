@@ -72,16 +72,17 @@ def job_detail(job_id: str) -> None:
     info = data.query("job_info", job=job_id)
     st.page_link(ui.JOBS, label="All jobs", icon=":material/arrow_back:")
     if info.is_empty():
-        st.warning(f"Job `{job_id}` is not in the database (table `jobs`).")
+        st.warning(f"Job “{fmt.text(job_id)}” is not in the database (table `jobs`).")
         return
     job = info.row(0, named=True)
-    verdict = job["final_state"] or job["state"]
+    verdict = fmt.text(job["final_state"] or job["state"])
     if job["failure_class"]:
-        verdict += f" · {job['failure_class']} failure"
+        verdict += f" · {fmt.text(job['failure_class'])} failure"
     if job["crash_loop"]:
         verdict += " · crash-looping on a bug: retrying will not help"
     st.caption(
-        f"{job['name'] or ''} · user {job['user'] or '?'} · team {job['team'] or '?'} · "
+        f"{fmt.text(job['name'] or '')} · user {fmt.text(job['user'] or '?')} · "
+        f"team {fmt.text(job['team'] or '?')} · "
         f"{job['num_gpus']} GPUs · submitted {fmt.timestamp(job['submit_ts'])} · "
         f"ended {fmt.timestamp(job['end_ts'])}"
     )
@@ -142,11 +143,11 @@ def job_detail(job_id: str) -> None:
         gpus_per_host = attempts_gpus_per_host(attempts)
         lines = []
         for node, ranks in stragglers.group_by("node", maintain_order=True):
-            listed = ", ".join(f"rank {r['rank']} (gpu {r['gpu']})" for r in ranks.iter_rows(named=True))
+            listed = ", ".join(f"rank {r['rank']} (gpu {fmt.text(r['gpu'])})" for r in ranks.iter_rows(named=True))
             whole_host = gpus_per_host and ranks["gpu"].n_unique() >= gpus_per_host
             verdict = (" — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
                        if whole_host else "")
-            lines.append(f"- **{node[0]}**: {listed}{verdict}")
+            lines.append(f"- **{fmt.text(node[0])}**: {listed}{verdict}")
         st.warning(f"{stragglers.height} straggler rank(s):\n" + "\n".join(lines))
     ui.table(
         ranks.head(32).with_columns(
@@ -167,7 +168,7 @@ def job_detail(job_id: str) -> None:
 
 
 selected = ui.url_param("job")
-st.title(f"Job {selected}" if selected else "Jobs")
+st.title(f"Job {fmt.text(selected)}" if selected else "Jobs")
 if selected:
     ui.require_computed()
     ui.stale_notice()

@@ -59,14 +59,14 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     params = {**filters.params(), "node": node}
     info = data.query("node_info", node=node)
     if info.is_empty():
-        st.warning(f"Node `{node}` is not in the fleet inventory (table `nodes`).")
+        st.warning(f"Node “{fmt.text(node)}” is not in the fleet inventory (table `nodes`).")
         return
     inv = info.row(0, named=True)
     st.page_link(ui.NODES, label="All nodes", icon=":material/arrow_back:",
                  query_params={"week": str(filters.week)})
     st.caption(
-        f"{inv['cluster']} · {inv['instance_type'] or 'unknown instance type'} · "
-        f"{inv['gpu_count']} × {inv['gpu_model'] or 'GPU'} · {ui.week_label(str(filters.week))}"
+        f"{fmt.text(inv['cluster'])} · {fmt.text(inv['instance_type'] or 'unknown instance type')} · "
+        f"{inv['gpu_count']} × {fmt.text(inv['gpu_model'] or 'GPU')} · {ui.week_label(str(filters.week))}"
     )
     table = data.query("node_table", **{**filters.params(), "cluster": "*"})
     row = table.filter(pl.col("node") == node)
@@ -162,7 +162,7 @@ def node_detail(node: str, filters: ui.Filters) -> None:
 
 
 selected = ui.url_param("node")
-st.title(f"Node {selected}" if selected else "Nodes")
+st.title(f"Node {fmt.text(selected)}" if selected else "Nodes")
 filters = ui.week_and_cluster(with_cluster=not selected)
 ui.stale_notice()
 if selected:
