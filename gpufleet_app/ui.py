@@ -44,6 +44,24 @@ def url_param(name: str) -> str | None:
     return value or None
 
 
+def choice_from_url(name: str, options: list[str], what: str, shown_as: str | None = None) -> int:
+    """The index of the URL's `name` among `options`; an unknown value says so and picks the first.
+
+    `what` names the parameter for the reader ("severity"); `shown_as` the first option's label.
+    """
+    value = url_param(name)
+    if value is None:
+        return 0
+    if value in options:
+        return options.index(value)
+    known = [o for o in options if o != "*"]
+    st.warning(
+        f"Unknown {what} “{fmt.text(value)}” in the link; showing {shown_as or fmt.text(options[0])}. "
+        f"Known: {', '.join(fmt.text(o) for o in known[:20])}{' …' if len(known) > 20 else ''}."
+    )
+    return 0
+
+
 def set_url(**params: str | None) -> None:
     """Write the page's state into the URL (None removes a parameter)."""
     for name, value in params.items():

@@ -30,11 +30,8 @@ def attempts_gpus_per_host(attempts: pl.DataFrame) -> int | None:
 
 
 def job_table(filters: ui.Filters) -> None:
-    asked = ui.url_param("outcome") or "*"
-    if asked not in OUTCOMES:
-        asked = "*"
-    outcome = st.selectbox("Outcome", list(OUTCOMES), index=list(OUTCOMES).index(asked),
-                           format_func=OUTCOMES.get)
+    asked = ui.choice_from_url("outcome", list(OUTCOMES), "outcome", OUTCOMES["*"].lower())
+    outcome = st.selectbox("Outcome", list(OUTCOMES), index=asked, format_func=OUTCOMES.get)
     ui.set_url(outcome=None if outcome == "*" else outcome)
     jobs = data.query("job_table", **filters.params(), outcome=outcome)
     if jobs.is_empty():
@@ -130,8 +127,9 @@ def job_detail(job_id: str) -> None:
         return
     attempt = with_steps[-1]
     if len(with_steps) > 1:
-        asked = ui.url_param("attempt")
-        wanted = int(asked) if asked and asked.isdigit() and int(asked) in with_steps else attempt
+        labels = [str(a) for a in with_steps]
+        at = ui.choice_from_url("attempt", labels, "attempt (none with step timings)", str(attempt))
+        wanted = with_steps[at] if ui.url_param("attempt") in labels else attempt
         attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
         ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
     cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)

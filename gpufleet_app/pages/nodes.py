@@ -117,8 +117,7 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
                            all_time=False)
     fields = list(GPU_METRICS)
-    asked = ui.url_param("metric")
-    metric = st.selectbox("Field", fields, index=fields.index(asked) if asked in fields else 0,
+    metric = st.selectbox("Field", fields, index=ui.choice_from_url("metric", fields, "DCGM field"),
                           format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
     ui.set_url(metric=None if metric == fields[0] else metric)
     samples = data.query("node_metric", **params, metric=metric, bucket_s=METRIC_BUCKET_S)
