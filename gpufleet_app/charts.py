@@ -8,6 +8,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+CONDITION_COLORS = {"healthy": "#2ca02c", "unhealthy": "#d62728", "unknown": "#7f7f7f"}
+"""A node condition's status by its polarity (queries/app/node_conditions.sql)."""
 STATE_COLORS = {
     "available": "#2ca02c",
     "degraded": "#e6b800",

@@ -9,6 +9,7 @@ import polars as pl
 import streamlit as st
 
 from gpufleet_app import data, fmt
+from pipelines.config import Settings, load_settings
 from pipelines.errors import GpufleetError
 from pipelines.weeks import IsoWeek
 
@@ -37,6 +38,11 @@ def show_error(error: GpufleetError) -> None:
         st.error(fmt.text(error.title))
     if error.hint:
         st.markdown(error.hint)
+
+
+def settings() -> Settings:
+    """`gpufleet.toml` (or `$GPUFLEET_CONFIG`), as the pipeline reads it: the app's rules match."""
+    return load_settings()
 
 
 def url_param(name: str) -> str | None:

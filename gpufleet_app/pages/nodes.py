@@ -90,21 +90,24 @@ def node_detail(node: str, filters: ui.Filters) -> None:
                             hover="reason", height=200),
             key="state_timeline",
         )
-        lost = states.filter(pl.col("state") != "available")
+        # Degraded is usable (it counts as available) and maintenance is outside the
+        # denominator: only unavailable and unknown time is lost.
+        lost = states.filter(pl.col("state").is_in(["unavailable", "unknown"]))
         if lost.height:
-            with st.expander(f"{lost.height} intervals not available"):
+            with st.expander(f"{lost.height} intervals unavailable or unknown"):
                 ui.table(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
                              )
 
-    conditions = data.query("node_conditions", **params)
+    conditions = data.query("node_conditions", **params,
+                            good_when_true_suffixes=ui.settings().availability.good_when_true_suffixes)
     st.subheader("Condition history")
     if conditions.is_empty():
         st.info("No condition samples for this node this week.")
     else:
         st.plotly_chart(
-            charts.timeline(conditions, "condition", "status",
-                            {"True": "#2ca02c", "False": "#d62728", "Unknown": "#7f7f7f"},
-                            "Conditions (status runs)", hover="reason",
+            # Coloured by what the status means for this condition, not by True/False.
+            charts.timeline(conditions, "condition", "verdict", charts.CONDITION_COLORS,
+                            "Conditions (status runs)", hover="detail",
                             height=120 + 40 * conditions["condition"].n_unique()),
             key="condition_timeline",
         )
