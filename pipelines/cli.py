@@ -1,6 +1,7 @@
 """The `gpufleet` command line.
 
-Global options come first: `gpufleet --db fleet.duckdb ingest files DIR`.
+Global options (`--db`, `--config`) go before or after the command:
+`gpufleet --db fleet.duckdb ingest files DIR` = `gpufleet ingest files DIR --db fleet.duckdb`.
 Every `GpufleetError` becomes a one-paragraph message and exit code 2.
 """
 
@@ -25,7 +26,13 @@ from pipelines.errors import GpufleetError
 
 app = typer.Typer(
     name="gpufleet",
-    help="GPU fleet reliability analytics and goodput.",
+    help=(
+        "GPU fleet reliability analytics and goodput.\n\n"
+        "Global options (--db, --config) may also follow the command. Environment: GPUFLEET_DB "
+        "(database), GPUFLEET_CONFIG (settings file), GPUFLEET_<SECTION>__<KEY> (one setting; "
+        "`gpufleet config` shows them all), GPUFLEET_PROM_URL, GPUFLEET_PROM_TOKEN or "
+        "GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (Prometheus)."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -49,6 +56,43 @@ class Context:
         return load_settings(self.config)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"gpufleet {version('gpufleet')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("gpufleet (not installed as a package)", highlight=False)
+        raise typer.Exit()
+
+
+GLOBAL_OPTIONS = ("--db", "--config")
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """`argv` with `--db X` / `--config X` (or `--db=X`) moved before the command, where the
+    command line parser reads them; anything after `--` stays as it is."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS and "=" in arg:
+            moved.append(arg)
+        elif arg in GLOBAL_OPTIONS and i + 1 < len(argv):
+            moved += [arg, argv[i + 1]]
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return moved + rest
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
@@ -56,8 +100,13 @@ def main_options(
         str | None, typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb).")
     ] = None,
     config: Annotated[
-        str | None, typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
+        str | None,
+        typer.Option("--config", help="Settings file (default: $GPUFLEET_CONFIG, else ./gpufleet.toml)."),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     ctx.obj = Context(db_path(db), config, db)
 
@@ -448,7 +497,7 @@ def export(
 
 def main() -> None:
     try:
-        app()
+        app(args=global_options_first(sys.argv[1:]), prog_name="gpufleet")
     except GpufleetError as e:
         # soft_wrap: one message line stays one line in a log, whatever the terminal width.
         console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)
