@@ -201,7 +201,8 @@ NODE_LOSS_COLUMNS = {
 
 
 def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = None, **kwargs):
-    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute."""
+    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute,
+    a missing value shown as `—` in every column (as on the metric cards), never `None`."""
     config = {
         name: st.column_config.DatetimeColumn(name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
                                               format="YYYY-MM-DD HH:mm")
@@ -210,4 +211,5 @@ def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = N
     }
     config.update(column_config or {})
     target = container or st
-    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config, **kwargs)
+    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config,
+                            placeholder=fmt.MISSING, **kwargs)

@@ -1,4 +1,4 @@
-"""A value in a shared link that names nothing says so (a warning), instead of being ignored."""
+"""Shared links: a value that names nothing says so (a warning), instead of being ignored; tables show a missing value as `—`."""
 
 from __future__ import annotations
 
@@ -44,3 +44,15 @@ def test_an_unknown_url_value_says_so(use_db: Path, page, query, message) -> Non
 def test_a_known_url_value_warns_nothing(use_db: Path) -> None:
     at = open_page("anomalies", week="2026-W48", severity="critical", status="open")
     assert not at.warning, [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize(("page", "query"), [
+    (None, {}), ("nodes", {}), ("nodes", {"node": "gpu-001"}), ("jobs", {}), ("jobs", {"job": "j-103"}),
+    ("anomalies", {}),
+])
+def test_every_table_shows_a_missing_value_as_a_dash(use_db: Path, page, query) -> None:
+    at = open_page(page, **({"week": "2026-W48"} | query))
+    assert at.dataframe, "no table on the page"
+    for table in at.dataframe:
+        # The placeholder Streamlit draws for a missing cell, in every column type.
+        assert table.proto.placeholder == "—"
