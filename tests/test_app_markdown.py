@@ -92,3 +92,22 @@ def test_names_in_the_data_are_text(app_db: Path, tmp_path: Path, monkeypatch: p
     node = open_page("nodes", node="gpu-001", week="2026-W48")
     check(node)
     assert any(escape_markdown(image) in c.value for c in node.caption)
+
+
+def test_names_in_charts_are_text(app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plotly draws `<a href>` in labels and hovers: a condition reason or name from the data
+    reaches the chart as entities."""
+    from tests.app_helpers import plotly_figures
+
+    db = tmp_path / "fleet.duckdb"
+    shutil.copy(app_db, db)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE node_conditions SET reason = ? WHERE node = 'gpu-001'",
+                ["<a href='http://evil.example'>click</a>"])
+    con.close()
+    monkeypatch.setenv("GPUFLEET_DB", str(db))
+    at = open_page("nodes", node="gpu-001", week="2026-W48")
+    figure = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"] == "Conditions (status runs)")
+    hovers = [str(v) for trace in figure["data"] for v in trace.get("customdata") or []]
+    assert any("&lt;a href='http://evil.example'&gt;click&lt;/a&gt;" in h for h in hovers)
+    assert not any("<a " in h for h in hovers)
