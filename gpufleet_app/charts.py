@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
 from datetime import UTC, datetime
 
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+CONDITION_COLORS = {"healthy": "#2ca02c", "unhealthy": "#d62728", "unknown": "#7f7f7f"}
+"""A node condition's status by its polarity (queries/app/node_conditions.sql)."""
 STATE_COLORS = {
     "available": "#2ca02c",
     "degraded": "#e6b800",
@@ -129,11 +132,17 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
     return _layout(fig, "Where the GPU-hours went (goodput stack)", height=360)
 
 
+def plain(value: object) -> object:
+    """A name from the data as text in a chart: plotly draws `<a href>`, `<b>`, ... in labels,
+    legends and hovers, so `<`, `>` and `&` go in as entities (drawn as the characters)."""
+    return html.escape(value, quote=False) if isinstance(value, str) else value
+
+
 def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     """Failed attempts by cause (bars coloured by failure class), most frequent first,
     with the cumulative share of all failed attempts."""
     # Axis labels stay short (`XID 79`); the hover names the cause in full.
-    labels = [cause.split(" (")[0] if cause.startswith("XID") else cause for cause in pareto["cause"]]
+    labels = [plain(cause.split(" (")[0] if cause.startswith("XID") else cause) for cause in pareto["cause"]]
     labels = [f"{label} [{c}]" if labels.count(label) > 1 else label
               for label, c in zip(labels, pareto["failure_class"])]
     framed = pareto.with_columns(label=pl.Series(labels))
@@ -142,7 +151,7 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
         part = framed.filter(pl.col("failure_class") == failure_class)
         fig.add_bar(x=part["label"].to_list(), y=part["attempts"].to_list(), name=failure_class,
                     marker_color=CLASS_COLORS.get(failure_class, "#999"), secondary_y=False,
-                    customdata=list(zip(part["cause"].to_list(), part["gpu_h"].to_list())),
+                    customdata=list(zip(map(plain, part["cause"].to_list()), part["gpu_h"].to_list())),
                     hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
                                   "%{customdata[1]:,.1f} GPU-h<extra></extra>")
     fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="cumulative %",
@@ -164,9 +173,9 @@ def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str],
         starts = part["start_ts"].to_list()
         widths = [(e - s).total_seconds() * 1000 for s, e in zip(starts, part["end_ts"].to_list())]
         fig.add_bar(
-            base=starts, x=widths, y=part[lane].cast(pl.String).to_list(), orientation="h",
+            base=starts, x=widths, y=[plain(v) for v in part[lane].cast(pl.String).to_list()], orientation="h",
             name=str(category), marker_color=colors.get(str(category), "#999"),
-            customdata=part[hover].to_list() if hover else None,
+            customdata=[plain(v) for v in part[hover].to_list()] if hover else None,
             hovertemplate=(f"{category}<br>%{{base|%Y-%m-%d %H:%M}} + %{{x:,.0f}} ms"
                            + ("<br>%{customdata}" if hover else "") + "<extra></extra>"),
         )

@@ -16,7 +16,9 @@ from pipelines.errors import GpufleetError
 
 def render() -> None:
     """One script run: page config, navigation, the chosen page inside one read session."""
-    st.set_page_config(page_title="gpufleet", page_icon=":material/memory:", layout="wide")
+    # An emoji icon is drawn in the page (a data: URL); a `:material/...:` one is fetched from
+    # fonts.gstatic.com, and the app must work with no route to the internet.
+    st.set_page_config(page_title="gpufleet", page_icon="🖥️", layout="wide")
     navigation = st.navigation([
         st.Page(ui.OVERVIEW, title="Fleet overview", icon=":material/dashboard:", default=True),
         st.Page(ui.NODES, title="Nodes", icon=":material/dns:", url_path="nodes"),

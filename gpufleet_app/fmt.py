@@ -5,7 +5,12 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from pipelines.markdown import escape_markdown
+
 MISSING = "—"
+
+text = escape_markdown
+"""A value from the URL or the data, as literal text in Markdown (never a link, image or HTML)."""
 
 
 def _missing(value: float | None) -> bool:

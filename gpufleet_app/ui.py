@@ -8,7 +8,8 @@ from pathlib import Path
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import data
+from gpufleet_app import data, fmt
+from pipelines.config import Settings, load_settings
 from pipelines.errors import GpufleetError
 from pipelines.weeks import IsoWeek
 
@@ -33,16 +34,39 @@ class NothingToShow(GpufleetError):
 
 def show_error(error: GpufleetError) -> None:
     if isinstance(error, NothingToShow):
-        st.info(error.title)
+        st.info(fmt.text(error.title))
     else:
-        st.error(error.title)
+        st.error(fmt.text(error.title))
     if error.hint:
         st.markdown(error.hint)
+
+
+def settings() -> Settings:
+    """`gpufleet.toml` (or `$GPUFLEET_CONFIG`), as the pipeline reads it: the app's rules match."""
+    return load_settings()
 
 
 def url_param(name: str) -> str | None:
     value = st.query_params.get(name)
     return value or None
+
+
+def choice_from_url(name: str, options: list[str], what: str, shown_as: str | None = None) -> int:
+    """The index of the URL's `name` among `options`; an unknown value says so and picks the first.
+
+    `what` names the parameter for the reader ("severity"); `shown_as` the first option's label.
+    """
+    value = url_param(name)
+    if value is None:
+        return 0
+    if value in options:
+        return options.index(value)
+    known = [o for o in options if o != "*"]
+    st.warning(
+        f"Unknown {what} “{fmt.text(value)}” in the link; showing {shown_as or fmt.text(options[0])}. "
+        f"Known: {', '.join(fmt.text(o) for o in known[:20])}{' …' if len(known) > 20 else ''}."
+    )
+    return 0
 
 
 def set_url(**params: str | None) -> None:
@@ -88,7 +112,8 @@ class Filters:
 
     @property
     def cluster_label(self) -> str:
-        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {self.cluster}"
+        """For Markdown: the cluster name is escaped."""
+        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {fmt.text(self.cluster)}"
 
 
 def default_week(weeks: list[tuple[str, int]]) -> str:
@@ -112,7 +137,7 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
     wanted = url_param("week")
     if wanted and wanted not in names:
         st.warning(
-            f"No data for week `{wanted}`; showing {default_week(weeks)}. "
+            f"No data for week “{fmt.text(wanted)}”; showing {default_week(weeks)}. "
             f"Weeks with data: {', '.join(names)}."
         )
         wanted = None
@@ -128,7 +153,7 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
         options = [ALL_CLUSTERS, *clusters]
         asked = url_param("cluster")
         if asked and asked not in options:
-            st.warning(f"Unknown cluster `{asked}`; showing all clusters.")
+            st.warning(f"Unknown cluster “{fmt.text(asked)}”; showing all clusters.")
             asked = None
         cluster = right.selectbox(
             "Cluster", options, index=options.index(asked or ALL_CLUSTERS),
@@ -147,7 +172,7 @@ def week_label(week: str) -> str:
 def sidebar_status() -> None:
     """Where the numbers come from and how fresh they are."""
     reader = data.reader()
-    st.sidebar.caption(f"Database: `{reader.path.name}` (read-only)")
+    st.sidebar.caption(f"Database: {fmt.text(reader.path.name)} (read-only)")
     try:
         status = data.query("data_status").row(0, named=True)
     except GpufleetError:
@@ -196,7 +221,8 @@ NODE_LOSS_COLUMNS = {
 
 
 def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = None, **kwargs):
-    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute."""
+    """st.dataframe with the house style: full width, no index, UTC timestamps to the minute,
+    a missing value shown as `—` in every column (as on the metric cards), never `None`."""
     config = {
         name: st.column_config.DatetimeColumn(name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
                                               format="YYYY-MM-DD HH:mm")
@@ -205,4 +231,5 @@ def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = N
     }
     config.update(column_config or {})
     target = container or st
-    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config, **kwargs)
+    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config,
+                            placeholder=fmt.MISSING, **kwargs)

@@ -1,6 +1,7 @@
 """The `gpufleet` command line.
 
-Global options come first: `gpufleet --db fleet.duckdb ingest files DIR`.
+Global options (`--db`, `--config`) go before or after the command:
+`gpufleet --db fleet.duckdb ingest files DIR` = `gpufleet ingest files DIR --db fleet.duckdb`.
 Every `GpufleetError` becomes a one-paragraph message and exit code 2.
 """
 
@@ -26,7 +27,13 @@ from pipelines.errors import GpufleetError
 
 app = typer.Typer(
     name="gpufleet",
-    help="GPU fleet reliability analytics and goodput.",
+    help=(
+        "GPU fleet reliability analytics and goodput.\n\n"
+        "Global options (--db, --config) may also follow the command. Environment: GPUFLEET_DB "
+        "(database), GPUFLEET_CONFIG (settings file), GPUFLEET_<SECTION>__<KEY> (one setting; "
+        "`gpufleet config` shows them all), GPUFLEET_PROM_URL, GPUFLEET_PROM_TOKEN or "
+        "GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (Prometheus)."
+    ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -44,12 +51,50 @@ out = Console()
 class Context:
     """What the global options resolve to, shared by every command."""
 
-    def __init__(self, db: Path, config: str | None) -> None:
+    def __init__(self, db: Path, config: str | None, db_option: str | None = None) -> None:
         self.db = db
         self.config = config
+        self.db_option = db_option
 
     def settings(self) -> Settings:
         return load_settings(self.config)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            out.print(f"gpufleet {version('gpufleet')}", highlight=False)
+        except PackageNotFoundError:
+            out.print("gpufleet (not installed as a package)", highlight=False)
+        raise typer.Exit()
+
+
+GLOBAL_OPTIONS = ("--db", "--config")
+
+
+def global_options_first(argv: list[str]) -> list[str]:
+    """`argv` with `--db X` / `--config X` (or `--db=X`) moved before the command, where the
+    command line parser reads them; anything after `--` stays as it is."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        name = arg.split("=", 1)[0]
+        if name in GLOBAL_OPTIONS and "=" in arg:
+            moved.append(arg)
+        elif arg in GLOBAL_OPTIONS and i + 1 < len(argv):
+            moved += [arg, argv[i + 1]]
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    return moved + rest
 
 
 @app.callback()
@@ -59,10 +104,15 @@ def main_options(
         str | None, typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb).")
     ] = None,
     config: Annotated[
-        str | None, typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
+        str | None,
+        typer.Option("--config", help="Settings file (default: $GPUFLEET_CONFIG, else ./gpufleet.toml)."),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
 ) -> None:
-    ctx.obj = Context(db_path(db), config)
+    ctx.obj = Context(db_path(db), config, db)
 
 
 def _print_loads(results) -> None:
@@ -122,10 +172,10 @@ def ingest_prometheus_cmd(
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     Exit code 3: the store answered some chunks only in part (the message says how many).
     """
-    from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
+    from pipelines.sources.prometheus import ingest_prometheus, parse_time
     from pipelines.store import open_store
 
-    settings = PrometheusSettings.from_extra(ctx.obj.settings().extra)
+    settings = ctx.obj.settings().prometheus
     start_ts, end_ts = parse_time(start), parse_time(end)
     con = open_store(ctx.obj.db)
     with console.status("Fetching ...") as status:
@@ -466,6 +516,41 @@ def report(
     console.print(f"Wrote {out_file}")
 
 
+def _db_origin(explicit: str | None) -> str:
+    if explicit:
+        return "--db"
+    return "environment GPUFLEET_DB" if os.environ.get("GPUFLEET_DB") else "default"
+
+
+@app.command("config")
+def config_cmd(ctx: typer.Context) -> None:
+    """Print the effective settings as TOML, each with where it came from (default, file, environment)."""
+    import dataclasses
+
+    from pipelines.config import SECTION_NAMES, config_file
+    from pipelines.settings_model import toml_key, toml_value
+
+    settings = ctx.obj.settings()
+    path, named_by = config_file(ctx.obj.config)
+    found = "" if path.is_file() else ", not found: defaults"
+    lines = [
+        f"# settings file: {path} ({named_by}{found})",
+        f"# database: {ctx.obj.db} ({_db_origin(ctx.obj.db_option)})",
+        "# prometheus url: "
+        + ("environment GPUFLEET_PROM_URL" if os.environ.get("GPUFLEET_PROM_URL") else "not set (pass --url)"),
+        "# prometheus credentials: "
+        + (", ".join(v for v in ("GPUFLEET_PROM_TOKEN", "GPUFLEET_PROM_USER", "GPUFLEET_PROM_PASSWORD")
+                     if os.environ.get(v)) or "none")
+        + " (values never shown)",
+    ]
+    for section in SECTION_NAMES:
+        lines += ["", f"[{section}]"]
+        for key, value in dataclasses.asdict(getattr(settings, section)).items():
+            origin = settings.origins.get(f"{section}.{key}", "default")
+            lines.append(f"{toml_key(key)} = {toml_value(value)}  # {origin}")
+    out.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 def export(
     ctx: typer.Context,
@@ -502,7 +587,7 @@ def export(
 
 def main() -> None:
     try:
-        app()
+        app(args=global_options_first(sys.argv[1:]), prog_name="gpufleet")
     except GpufleetError as e:
         # soft_wrap: one line per message however long the path in it, so logs and greps see it whole.
         console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)

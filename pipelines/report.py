@@ -27,6 +27,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.errors import DatabaseMissingError, GpufleetError
+from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
 from pipelines.store import connect
 from pipelines.weeks import IsoWeek
@@ -383,10 +384,9 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
 def to_markdown(report: WeeklyReport) -> str:
     """The report as GitHub-flavoured Markdown."""
 
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-
-    lines = [f"# {_title(report)}", ""]
+    # Node, GPU-model, cluster and cause names come from the data: text, never HTML or links.
+    cell = escape_markdown_cell
+    lines = [f"# {cell(_title(report))}", ""]
     for heading, header, rows, note in _tables(report):
         lines += [f"## {heading}", ""]
         if not rows:

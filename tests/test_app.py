@@ -123,7 +123,7 @@ def test_overview_defaults_to_the_newest_full_week(use_db: Path) -> None:
 def test_overview_week_without_data_says_so(use_db: Path) -> None:
     at = open_page(None, week="2025-W01")
     assert not at.exception
-    assert any("No data for week `2025-W01`" in w.value for w in at.warning)
+    assert any("No data for week “2025-W01”" in w.value for w in at.warning)
     assert at.query_params["week"] == "2026-W48"
 
 

@@ -184,3 +184,79 @@ def test_shareable_urls_open_the_drill_downs(server, browser) -> None:
         no_exception(page)
         screenshot(page, shot)
     page.close()
+
+
+def offline_page(browser):
+    """A page on which every request to anything but 127.0.0.1 fails, and is recorded."""
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    outside: list[str] = []
+
+    def route(route) -> None:
+        from urllib.parse import urlsplit
+
+        url = route.request.url
+        if urlsplit(url).scheme in ("data", "blob") or urlsplit(url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", route)
+    return page, outside
+
+
+def test_every_page_renders_with_no_request_leaving_the_machine(server, browser) -> None:
+    base, _ = server
+    page, outside = offline_page(browser)
+    for path, heading in [
+        ("/?week=2026-W48", "Fleet overview"),
+        ("/nodes?week=2026-W48", "Nodes"),
+        ("/nodes?node=gpu-001&week=2026-W48", "Node gpu-001"),
+        ("/jobs?week=2026-W48", "Jobs"),
+        ("/jobs?job=j-103", "Job j-103"),
+        ("/anomalies?week=2026-W48", "Anomalies"),
+    ]:
+        page.goto(base + path)
+        page.get_by_role("heading", name=heading).wait_for(timeout=30_000)
+        # The page's content, not only its title (bounded wait: the machine may be busy).
+        page.locator('[data-testid="stMetric"], [data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+        settle(page)
+        no_exception(page)
+    assert outside == []
+    page.close()
+
+
+CRAFTED_WEEK = (
+    "2026-W48) [Session expired, click to log in again](http://evil.example/login) "
+    "![pixel](http://evil.example/pixel.png) <img src=http://evil.example/i.png> www.evil.example"
+)
+
+
+def test_a_crafted_url_renders_no_link_and_no_image(server, browser) -> None:
+    from urllib.parse import quote
+
+    base, _ = server
+    page, outside = offline_page(browser)
+    for path, heading in [
+        (f"/?week={quote(CRAFTED_WEEK)}", "Fleet overview"),
+        (f"/nodes?node={quote(CRAFTED_WEEK)}&week=2026-W48", "Node"),
+        (f"/jobs?job={quote(CRAFTED_WEEK)}", "Job"),
+        (f"/anomalies?cluster={quote(CRAFTED_WEEK)}", "Anomalies"),
+    ]:
+        page.goto(base + path)
+        page.get_by_role("heading", name=heading).first.wait_for(timeout=30_000)
+        settle(page)
+        no_exception(page)
+        main = page.locator('[data-testid="stMain"]')
+        # The value is shown, as the text it is (bare URLs carry an invisible word joiner) ...
+        shown = main.inner_text().replace("\u2060", "")
+        assert "[Session expired, click to log in again](http://evil.example/login)" in shown, path
+        # ... and nothing in it became a link or an image.
+        # (A heading's own `#...` anchor stays on the page.)
+        links = page.eval_on_selector_all("a[href]", "els => els.map(e => [e.getAttribute('href'), e.innerText])")
+        assert [link for link in links if not link[0].startswith("#")
+                and ("evil" in link[0] or "Session expired" in link[1])] == [], path
+        assert page.locator("img[src*='evil'], img[alt='pixel']").count() == 0, path
+    screenshot(page, "7-crafted-url.png")
+    assert not [url for url in outside if "evil" in url]
+    page.close()

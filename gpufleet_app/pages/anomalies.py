@@ -15,17 +15,15 @@ ui.stale_notice()
 kinds = ["*", *data.query("anomaly_kinds")["kind"].to_list()]
 
 
-def _from_url(name: str, options: list[str]) -> int:
-    value = ui.url_param(name)
-    return options.index(value) if value in options else 0
-
-
+severity_at = ui.choice_from_url("severity", SEVERITIES, "severity", "all severities")
+kind_at = ui.choice_from_url("kind", kinds, "anomaly kind (none of that kind in the database)", "all kinds")
+status_at = ui.choice_from_url("status", list(STATUSES), "status", "open and closed")
 left, middle, right = st.columns(3)
-severity = left.selectbox("Severity", SEVERITIES, index=_from_url("severity", SEVERITIES),
+severity = left.selectbox("Severity", SEVERITIES, index=severity_at,
                           format_func=lambda s: "All severities" if s == "*" else s)
-kind = middle.selectbox("Kind", kinds, index=_from_url("kind", kinds),
+kind = middle.selectbox("Kind", kinds, index=kind_at,
                         format_func=lambda k: "All kinds" if k == "*" else k)
-status = right.selectbox("Status", list(STATUSES), index=_from_url("status", list(STATUSES)),
+status = right.selectbox("Status", list(STATUSES), index=status_at,
                          format_func=STATUSES.get)
 ui.set_url(severity=None if severity == "*" else severity, kind=None if kind == "*" else kind,
            status=None if status == "*" else status)

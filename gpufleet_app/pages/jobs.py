@@ -30,11 +30,8 @@ def attempts_gpus_per_host(attempts: pl.DataFrame) -> int | None:
 
 
 def job_table(filters: ui.Filters) -> None:
-    asked = ui.url_param("outcome") or "*"
-    if asked not in OUTCOMES:
-        asked = "*"
-    outcome = st.selectbox("Outcome", list(OUTCOMES), index=list(OUTCOMES).index(asked),
-                           format_func=OUTCOMES.get)
+    asked = ui.choice_from_url("outcome", list(OUTCOMES), "outcome", OUTCOMES["*"].lower())
+    outcome = st.selectbox("Outcome", list(OUTCOMES), index=asked, format_func=OUTCOMES.get)
     ui.set_url(outcome=None if outcome == "*" else outcome)
     jobs = data.query("job_table", **filters.params(), outcome=outcome)
     if jobs.is_empty():
@@ -72,16 +69,17 @@ def job_detail(job_id: str) -> None:
     info = data.query("job_info", job=job_id)
     st.page_link(ui.JOBS, label="All jobs", icon=":material/arrow_back:")
     if info.is_empty():
-        st.warning(f"Job `{job_id}` is not in the database (table `jobs`).")
+        st.warning(f"Job “{fmt.text(job_id)}” is not in the database (table `jobs`).")
         return
     job = info.row(0, named=True)
-    verdict = job["final_state"] or job["state"]
+    verdict = fmt.text(job["final_state"] or job["state"])
     if job["failure_class"]:
-        verdict += f" · {job['failure_class']} failure"
+        verdict += f" · {fmt.text(job['failure_class'])} failure"
     if job["crash_loop"]:
         verdict += " · crash-looping on a bug: retrying will not help"
     st.caption(
-        f"{job['name'] or ''} · user {job['user'] or '?'} · team {job['team'] or '?'} · "
+        f"{fmt.text(job['name'] or '')} · user {fmt.text(job['user'] or '?')} · "
+        f"team {fmt.text(job['team'] or '?')} · "
         f"{job['num_gpus']} GPUs · submitted {fmt.timestamp(job['submit_ts'])} · "
         f"ended {fmt.timestamp(job['end_ts'])}"
     )
@@ -129,8 +127,9 @@ def job_detail(job_id: str) -> None:
         return
     attempt = with_steps[-1]
     if len(with_steps) > 1:
-        asked = ui.url_param("attempt")
-        wanted = int(asked) if asked and asked.isdigit() and int(asked) in with_steps else attempt
+        labels = [str(a) for a in with_steps]
+        at = ui.choice_from_url("attempt", labels, "attempt (none with step timings)", str(attempt))
+        wanted = with_steps[at] if ui.url_param("attempt") in labels else attempt
         attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
         ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
     cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)
@@ -159,11 +158,11 @@ def job_detail(job_id: str) -> None:
         gpus_per_host = attempts_gpus_per_host(attempts)
         lines = []
         for node, ranks in stragglers.group_by("node", maintain_order=True):
-            listed = ", ".join(f"rank {r['rank']} (gpu {r['gpu']})" for r in ranks.iter_rows(named=True))
+            listed = ", ".join(f"rank {r['rank']} (gpu {fmt.text(r['gpu'])})" for r in ranks.iter_rows(named=True))
             whole_host = gpus_per_host and ranks["gpu"].n_unique() >= gpus_per_host
             verdict = (" — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
                        if whole_host else "")
-            lines.append(f"- **{node[0]}**: {listed}{verdict}")
+            lines.append(f"- **{fmt.text(node[0])}**: {listed}{verdict}")
         st.warning(f"{stragglers.height} straggler rank(s):\n" + "\n".join(lines))
     ui.table(
         ranks.head(32).with_columns(
@@ -218,7 +217,7 @@ def checkpoint_table(filters: ui.Filters) -> None:
 
 
 selected = ui.url_param("job")
-st.title(f"Job {selected}" if selected else "Jobs")
+st.title(f"Job {fmt.text(selected)}" if selected else "Jobs")
 if selected:
     ui.require_computed()
     ui.stale_notice()

@@ -58,14 +58,14 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     params = {**filters.params(), "node": node}
     info = data.query("node_info", node=node)
     if info.is_empty():
-        st.warning(f"Node `{node}` is not in the fleet inventory (table `nodes`).")
+        st.warning(f"Node “{fmt.text(node)}” is not in the fleet inventory (table `nodes`).")
         return
     inv = info.row(0, named=True)
     st.page_link(ui.NODES, label="All nodes", icon=":material/arrow_back:",
                  query_params={"week": str(filters.week)})
     st.caption(
-        f"{inv['cluster']} · {inv['instance_type'] or 'unknown instance type'} · "
-        f"{inv['gpu_count']} × {inv['gpu_model'] or 'GPU'} · {ui.week_label(str(filters.week))}"
+        f"{fmt.text(inv['cluster'])} · {fmt.text(inv['instance_type'] or 'unknown instance type')} · "
+        f"{inv['gpu_count']} × {fmt.text(inv['gpu_model'] or 'GPU')} · {ui.week_label(str(filters.week))}"
     )
     table = data.query("node_table", **{**filters.params(), "cluster": "*"})
     row = table.filter(pl.col("node") == node)
@@ -96,21 +96,24 @@ def node_detail(node: str, filters: ui.Filters) -> None:
                             hover="reason", height=200),
             key="state_timeline",
         )
-        lost = states.filter(pl.col("state") != "available")
+        # Degraded is usable (it counts as available) and maintenance is outside the
+        # denominator: only unavailable and unknown time is lost.
+        lost = states.filter(pl.col("state").is_in(["unavailable", "unknown"]))
         if lost.height:
-            with st.expander(f"{lost.height} intervals not available"):
+            with st.expander(f"{lost.height} intervals unavailable or unknown"):
                 ui.table(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
                              )
 
-    conditions = data.query("node_conditions", **params)
+    conditions = data.query("node_conditions", **params,
+                            good_when_true_suffixes=ui.settings().availability.good_when_true_suffixes)
     st.subheader("Condition history")
     if conditions.is_empty():
         st.info("No condition samples for this node this week.")
     else:
         st.plotly_chart(
-            charts.timeline(conditions, "condition", "status",
-                            {"True": "#2ca02c", "False": "#d62728", "Unknown": "#7f7f7f"},
-                            "Conditions (status runs)", hover="reason",
+            # Coloured by what the status means for this condition, not by True/False.
+            charts.timeline(conditions, "condition", "verdict", charts.CONDITION_COLORS,
+                            "Conditions (status runs)", hover="detail",
                             height=120 + 40 * conditions["condition"].n_unique()),
             key="condition_timeline",
         )
@@ -123,8 +126,7 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
                            all_time=False)
     fields = list(GPU_METRICS)
-    asked = ui.url_param("metric")
-    metric = st.selectbox("Field", fields, index=fields.index(asked) if asked in fields else 0,
+    metric = st.selectbox("Field", fields, index=ui.choice_from_url("metric", fields, "DCGM field"),
                           format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
     ui.set_url(metric=None if metric == fields[0] else metric)
     samples = data.query("node_metric", **params, metric=metric, bucket_s=METRIC_BUCKET_S)
@@ -200,7 +202,7 @@ def node_detail(node: str, filters: ui.Filters) -> None:
 
 
 selected = ui.url_param("node")
-st.title(f"Node {selected}" if selected else "Nodes")
+st.title(f"Node {fmt.text(selected)}" if selected else "Nodes")
 filters = ui.week_and_cluster(with_cluster=not selected)
 ui.stale_notice()
 if selected:

@@ -27,7 +27,6 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import json
 import math
@@ -50,10 +49,13 @@ import numpy as np
 import polars as pl
 import requests
 import urllib3
+from pydantic import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
+from pydantic.dataclasses import dataclass as settings_dataclass
 from urllib3.exceptions import InsecureRequestWarning
 
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
+from pipelines.settings_model import SECTION, build_section
 from pipelines.store import (
     ROW_COLUMN,
     LoadResult,
@@ -109,27 +111,27 @@ DEFAULT_NODE_METRICS: dict[str, dict[str, str]] = {
 _COUNTER_HINTS = ("_TOTAL", "VIOLATION", "COUNTER", "REMAPPED_ROWS", "_total")
 
 
-@dataclass(frozen=True)
+@settings_dataclass(frozen=True, config=SECTION)
 class PrometheusSettings:
     """The `[prometheus]` section of `gpufleet.toml`: which series land where, and how to fetch."""
 
-    chunk_s: int = 21600
+    chunk_s: PositiveInt = 21600
     """Length of one range fetch, seconds (capped so no series exceeds 11,000 points). Longer
     chunks mean fewer requests (faster) but bigger responses: 6 h of a 512-GPU fleet scraped
     every 30 s is ~370k samples per response."""
-    scrape_interval_s: float = 30.0
+    scrape_interval_s: PositiveFloat = 30.0
     """The exporters' scrape interval, seconds; bounds the chunk and is the promql step."""
-    timeout_s: float = 60.0
+    timeout_s: PositiveFloat = 60.0
     """Deadline of one request, seconds, from connecting to the last byte of the answer."""
-    settle_s: int = 120
+    settle_s: NonNegativeInt = 120
     """Never read closer than this to now: samples still in flight (a scrape being appended,
     remote-write lag in Mimir or Thanos receive) would otherwise fall behind the watermark."""
     compress: bool = True
     """Ask for gzip responses: less network, more CPU on both ends. Off for a server on the same host or LAN."""
-    retries: int = 4
+    retries: NonNegativeInt = 4
     """Retries of a request that timed out, could not connect, got HTTP 429/5xx, or whose answer
     was cut off or partial (a store of Thanos or VictoriaMetrics did not answer)."""
-    backoff_s: float = 1.0
+    backoff_s: NonNegativeFloat = 1.0
     """First retry delay, seconds; doubles each retry."""
     node_labels: list[str] = field(default_factory=lambda: ["node", "Hostname", "hostname", "instance"])
     """Labels naming the node, first present wins (`instance` loses its `:port`)."""
@@ -140,7 +142,7 @@ class PrometheusSettings:
     """XIDs per code in a sliding window (label `xid`): a rise is an XID event. Empty: off."""
     xid_last_metric: str = "DCGM_FI_DEV_XID_ERRORS"
     """The last XID of a GPU: a change to a non-zero value is an XID event. Empty: off."""
-    xid_seed_lookback_s: int = 900
+    xid_seed_lookback_s: NonNegativeInt = 900
     """How far before a chunk to look for the previous XID value (to detect a change)."""
     condition_metric: str = "kube_node_status_condition"
     unschedulable_metric: str = "kube_node_spec_unschedulable"
@@ -156,9 +158,9 @@ class PrometheusSettings:
         ]
     )
     nic_expected_label: str = "label_gpufleet_io_nic_expected"
-    nic_expected_by_instance_type: dict[str, int] = field(default_factory=dict)
+    nic_expected_by_instance_type: dict[str, NonNegativeInt] = field(default_factory=dict)
     """Links each instance type should have up, e.g. `{"p5.48xlarge" = 32}`."""
-    inventory_lookback_s: int = 3600
+    inventory_lookback_s: PositiveInt = 3600
     """The node inventory is the newest label set seen this long before the end."""
     node_metrics: dict[str, dict[str, str]] = field(default_factory=lambda: dict(DEFAULT_NODE_METRICS))
     """Canonical node metric → `{selector, sample_sql}` (raw samples, `sample_sql` per sample,
@@ -166,31 +168,23 @@ class PrometheusSettings:
     downsample_functions: dict[str, str] = field(default_factory=dict)
     """Per-metric `_over_time` function for `--downsample`, overriding max/avg/last."""
 
+    @field_validator("node_metrics")
     @classmethod
-    def from_extra(cls, extra: dict[str, Any]) -> PrometheusSettings:
-        values = dict(extra.get("prometheus", {}))
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(
-                f"Unknown setting `prometheus.{unknown[0]}`.",
-                f"Known settings in [prometheus]: {', '.join(sorted(known))}.",
-            )
-        if "node_metrics" in values:
-            merged = dict(DEFAULT_NODE_METRICS)
-            merged.update(values["node_metrics"])
-            values["node_metrics"] = merged
-        for name, spec in values.get("node_metrics", {}).items():
-            if not isinstance(spec, dict) or not ({"selector", "promql"} & set(spec)):
-                raise ConfigError(
-                    f"`prometheus.node_metrics.{name}` needs a `selector` or a `promql` key.",
-                    'Example: nic_links_up = { selector = "node_infiniband_state_id", '
-                    'sample_sql = "CAST(value = 4 AS DOUBLE)" }',
-                )
-        try:
-            return cls(**values)
-        except TypeError as e:
-            raise ConfigError(f"Invalid [prometheus] section: {e}") from e
+    def _node_metric_specs(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        for name, spec in value.items():
+            if not ({"selector", "promql"} & set(spec)):
+                raise ValueError(f"`{name}` needs a `selector` or a `promql` key, e.g. nic_links_up = "
+                                 '{ selector = "node_infiniband_state_id", sample_sql = "CAST(value = 4 AS DOUBLE)" }')
+        return value
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any], origin: str = "settings",
+                   origins: dict[str, str] | None = None) -> PrometheusSettings:
+        """The `[prometheus]` table of `extra`, validated; `node_metrics` adds to the defaults."""
+        values = extra.get("prometheus", {})
+        if isinstance(values, dict) and isinstance(values.get("node_metrics"), dict):
+            values = values | {"node_metrics": DEFAULT_NODE_METRICS | values["node_metrics"]}
+        return build_section(cls, "prometheus", values, origin, origins)
 
 
 # ---------------------------------------------------------------- time arguments

@@ -1,6 +1,10 @@
 -- The node's condition history ($node) in [$week_start, $week_end): consecutive
 -- samples with the same condition, status and reason merged into one run
 -- [start_ts, end_ts), end = the next run's first sample (or the last sample).
+-- verdict: `healthy` or `unhealthy` by the condition's polarity, the rule availability uses
+-- (a condition named with one of $good_when_true_suffixes is healthy when `True`, any other
+-- when `False`: MemoryPressure=False is healthy, Unschedulable=True, a cordon, is not);
+-- `unknown` for status Unknown.
 WITH samples AS (
     SELECT ts, condition, status, coalesce(reason, '') AS reason
     FROM node_conditions
@@ -26,6 +30,13 @@ merged AS (
 SELECT
     condition,
     status,
+    CASE
+        WHEN status = 'Unknown' THEN 'unknown'
+        WHEN (status = 'True') = (len(list_filter($good_when_true_suffixes, lambda s: ends_with(condition, s))) > 0)
+            THEN 'healthy'
+        ELSE 'unhealthy'
+    END AS verdict,
+    condition || '=' || status || coalesce(' (' || nullif(reason, '') || ')', '') AS detail,
     reason,
     start_ts,
     coalesce(lead(start_ts) OVER (PARTITION BY condition ORDER BY start_ts), last_ts) AS end_ts,

@@ -1,0 +1,54 @@
+"""Global options before or after the command; `--version`; the environment named in `--help`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import global_options_first
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["report", "--week", "last", "--db", "f.duckdb"], ["--db", "f.duckdb", "report", "--week", "last"]),
+        (["ingest", "files", "d", "--config=g.toml"], ["--config=g.toml", "ingest", "files", "d"]),
+        (["--db", "a", "compute", "--config", "c"], ["--db", "a", "--config", "c", "compute"]),
+        (["compute"], ["compute"]),
+        # After `--` nothing is an option.
+        (["app", "--", "--db", "x"], ["app", "--", "--db", "x"]),
+    ],
+)
+def test_global_options_are_moved_before_the_command(argv, expected):
+    assert global_options_first(argv) == expected
+
+
+def _gpufleet(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")} | {"PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=cwd, env=env, check=False,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_db_and_config_after_the_command(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text("[stragglers]\nalpha = 0.05\n")
+    result = _gpufleet(tmp_path, "config", "--db", "elsewhere.duckdb", "--config", "s.toml")
+    assert result.returncode == 0, result.stderr
+    assert "# database: elsewhere.duckdb (--db)" in result.stdout
+    assert "alpha = 0.05  # file s.toml" in result.stdout
+    missing = _gpufleet(tmp_path, "report", "--week", "2026-W48", "--db", "nothing-here.duckdb")
+    assert missing.returncode == 2
+    assert "nothing-here.duckdb" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_version_and_help() -> None:
+    version = _gpufleet(ROOT, "--version")
+    assert version.returncode == 0
+    assert version.stdout.strip().startswith("gpufleet 0.")
+    help_text = " ".join(_gpufleet(ROOT, "--help").stdout.split())
+    assert "GPUFLEET_CONFIG" in help_text and "GPUFLEET_DB" in help_text
