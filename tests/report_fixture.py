@@ -283,8 +283,9 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         "INSERT INTO node_remediation_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(n, c, step, _ts(s), _ts(u), sev, why, ids) for n, c, step, s, u, sev, why, ids in REMEDIATION],
     )
-        "INSERT INTO anomalies (anomaly_id, entity_type, node, gpu, kind, start_ts, end_ts, severity, action) "
-        "VALUES (?, 'gpu', ?, ?, ?, ?, ?, ?, 'drain')",
+    con.executemany(
+        "INSERT INTO anomalies (anomaly_id, entity_type, node, gpu, kind, start_ts, end_ts, severity, action, "
+        "impact_gpu_h, goodput_lost_gpu_h) VALUES (?, 'gpu', ?, ?, ?, ?, ?, ?, 'drain', 0.0, 0.0)",
         [(f"a{i}", node, gpu, kind, _ts(s), _ts(e), sev) for i, (node, gpu, kind, sev, s, e) in enumerate(ANOMALIES)],
     )
 
