@@ -156,15 +156,19 @@ def sidebar_status() -> None:
             f"Data version {status['data_version']}, last load {status['loaded_at']:%Y-%m-%d %H:%M} UTC"
         )
     if reader.stale:
-        st.sidebar.warning("A compute is writing the database; these are the numbers from before it.")
+        st.sidebar.warning("Another program holds the database open for writing; these are the numbers from before.")
+
+
+def _plain(text: str) -> str:
+    """Text shown as is: Markdown punctuation escaped (a process name may contain any)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~$" else c for c in text)
 
 
 def stale_notice() -> None:
-    if data.reader().stale:
-        st.info(
-            "The database is being updated by a running ingest or compute; showing the numbers "
-            "read before it started. Reload in a minute for the new ones."
-        )
+    reader = data.reader()
+    if reader.stale:
+        holder = reader.busy_title or "Another program holds the database open for writing."
+        st.info(_plain(holder) + " Showing the numbers read before it; reload once it is closed.")
 
 
 NODE_LOSS_COLUMNS = {

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from rich.markup import escape
 
 from pipelines.config import Settings, db_path, load_settings
 from pipelines.errors import GpufleetError
+
+if TYPE_CHECKING:
+    from pipelines.serving import WriteSession
 
 app = typer.Typer(
     name="gpufleet",
@@ -61,6 +64,15 @@ def main_options(
     ctx.obj = Context(db_path(db), config)
 
 
+@contextmanager
+def _writing(ctx: typer.Context, command: str, *, create: bool) -> Iterator[WriteSession]:
+    """The one way every writing command reaches the database (see pipelines/serving.py)."""
+    from pipelines.serving import writing
+
+    with writing(ctx.obj.db, command=f"gpufleet {command}", create=create) as session:
+        yield session
+
+
 def _print_loads(results) -> None:
     for r in results:
         out.print(f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new")
@@ -73,11 +85,9 @@ def ingest_files_cmd(
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
-    from pipelines.store import WRITER_RETRIES, open_store
 
-    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
-    with console.status(f"Loading {folder} ..."):
-        results = ingest_files(con, folder)
+    with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
+        results = ingest_files(session.con, folder)
     _print_loads(results)
 
 
@@ -105,14 +115,12 @@ def ingest_prometheus_cmd(
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     """
     from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus, parse_time
-    from pipelines.store import open_store
 
     settings = PrometheusSettings.from_extra(ctx.obj.settings().extra)
     start_ts, end_ts = parse_time(start), parse_time(end)
-    con = open_store(ctx.obj.db)
-    with console.status("Fetching ...") as status:
+    with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
         report = ingest_prometheus(
-            con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
+            session.con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
             progress=lambda msg: status.update(f"Fetching {msg} ..."),
         )
     _print_warnings(report.warnings)
@@ -131,10 +139,9 @@ def ingest_sacct_cmd(
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import ingest_sacct
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, parsed = ingest_sacct(con, file)
+    with _writing(ctx, "ingest sacct", create=True) as session:
+        results, parsed = ingest_sacct(session.con, file)
     _print_warnings(parsed.warnings)
     _print_loads(results)
 
@@ -147,10 +154,9 @@ def ingest_kube_jobs_cmd(
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs."""
     from pipelines.sources.kube_jobs import ingest_kube_jobs
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, skipped = ingest_kube_jobs(con, file, user_label)
+    with _writing(ctx, "ingest kube-jobs", create=True) as session:
+        results, skipped = ingest_kube_jobs(session.con, file, user_label)
     if skipped:
         _print_warnings([f"{skipped} objects were neither a Job nor a PyTorchJob and were skipped."])
     _print_loads(results)
@@ -172,15 +178,14 @@ def ingest_kernel_log_cmd(
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
     from pipelines.sources.prometheus import parse_time
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, parsed = ingest_kernel_log(
-        con, file, node,
-        boot_time=parse_time(boot_time) if boot_time else None,
-        year=year,
-        pci_map=parse_pci_map(pci_map) if pci_map else None,
-    )
+    with _writing(ctx, "ingest kernel-log", create=True) as session:
+        results, parsed = ingest_kernel_log(
+            session.con, file, node,
+            boot_time=parse_time(boot_time) if boot_time else None,
+            year=year,
+            pci_map=parse_pci_map(pci_map) if pci_map else None,
+        )
     _print_warnings(parsed.warnings(str(file)))
     out.print(f"{parsed.xid_lines:,} Xid lines read.")
     _print_loads(results)
@@ -193,10 +198,10 @@ def ingest_rank_steps_cmd(
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import ingest_rank_steps
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    _print_loads(ingest_rank_steps(con, file))
+    with _writing(ctx, "ingest rank-steps", create=True) as session:
+        results = ingest_rank_steps(session.con, file)
+    _print_loads(results)
 
 
 @app.command()
@@ -205,13 +210,31 @@ def compute(
     force: Annotated[bool, typer.Option(help="Recompute even if nothing changed.")] = False,
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
+    import duckdb
+
     from pipelines.compute import compute as run_compute
-    from pipelines.store import WRITER_RETRIES, open_store
+    from pipelines.compute import is_current
+    from pipelines.serving import open_snapshot
+    from pipelines.store import data_version
 
     settings = ctx.obj.settings()
-    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
-    with console.status("Computing ...") as status:
-        result = run_compute(con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ..."))
+    if not force:
+        # Checked on the published version first: an unchanged database costs no lock and no copy.
+        con = open_snapshot(ctx.obj.db)
+        try:
+            current, version = is_current(con, settings), data_version(con)
+        except duckdb.CatalogException:
+            current, version = False, 0  # no landing tables yet: the compute below says so
+        finally:
+            con.close()
+        if current:
+            out.print(f"Nothing changed since the last compute (data version {version}).")
+            return
+    with _writing(ctx, "compute", create=False) as session, console.status("Computing ...") as status:
+        result = run_compute(
+            session.con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ...")
+        )
+        session.publish = not result.skipped
     if result.skipped:
         out.print(f"Nothing changed since the last compute (data version {result.data_version}).")
         return
@@ -302,6 +325,10 @@ def app_cmd(
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
     """Serve the Streamlit dashboard against the database (read-only)."""
+    from pipelines.serving import missing_error
+
+    if not ctx.obj.db.exists():
+        raise missing_error(ctx.obj.db.absolute())
     _serve(ctx.obj.db, port, headless)
 
 
@@ -329,19 +356,18 @@ def demo(
     from pipelines.demo import demo_summary
     from pipelines.simulate import SimulationConfig, simulate_to_dir
     from pipelines.sources.files import ingest_files
-    from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
     fleet = f"{nodes} nodes x {days} days"
     with _stage(f"Simulated {fleet} into {escape(str(data))}", f"Simulating {fleet} ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
-    con = open_store(db, retries=WRITER_RETRIES)
-    with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
-        ingest_files(con, data)
-    with _stage("Computed the metrics and anomalies", "Computing ..."):
-        run_compute(con, ctx.obj.settings())
-    out.print(demo_summary(con))
-    con.close()
+    with _writing(ctx, "demo", create=True) as session:
+        with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
+            ingest_files(session.con, data)
+        with _stage("Computed the metrics and anomalies", "Computing ..."):
+            run_compute(session.con, ctx.obj.settings())
+        summary = demo_summary(session.con)
+    out.print(summary)
     if not no_app:
         _serve(db, port, headless=True)
 
@@ -412,12 +438,28 @@ def export(
 
 def main() -> None:
     try:
-        app()
+        try:
+            app()
+        except (OSError, MemoryError) as e:
+            raise _explained(e) from None
+        except Exception as e:
+            import duckdb
+
+            if isinstance(e, duckdb.Error):
+                raise _explained(e) from None
+            raise
     except GpufleetError as e:
         console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False)
         if e.hint:
             console.print(e.hint, highlight=False, markup=False)
         sys.exit(e.exit_code)
+
+
+def _explained(e: BaseException) -> BaseException:
+    """A full disk, a read-only folder, a damaged file or no memory: one line, not a traceback."""
+    from pipelines.serving import explain
+
+    return explain(e) or e
 
 
 if __name__ == "__main__":

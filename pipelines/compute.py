@@ -87,6 +87,17 @@ def _last_compute(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
     return (rows[0][0], rows[0][1]) if rows else None
 
 
+def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
+    """True when the last compute used this data version and these settings (read-only check)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not {"compute_log", "load_log"} <= tables:
+        return False
+    rows = con.execute(
+        "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
+    ).fetchall()
+    return bool(rows) and (rows[0][0], rows[0][1]) == (data_version(con), settings_fingerprint(settings))
+
+
 def compute(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,
