@@ -26,8 +26,8 @@ import streamlit as st
 
 from pipelines.config import db_path
 from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError
-from pipelines.sql import query_pl
 from pipelines.serving import open_snapshot
+from pipelines.sql import query_pl
 
 Fingerprint = tuple[int, int, int, int, int]
 

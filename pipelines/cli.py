@@ -40,6 +40,10 @@ console = Console(stderr=True)
 out = Console()
 
 
+_database: Path | None = None
+"""The command's database, named by the one-line errors of `main`."""
+
+
 class Context:
     """What the global options resolve to, shared by every command."""
 
@@ -61,7 +65,9 @@ def main_options(
         str | None, typer.Option("--config", help="Settings file (default: ./gpufleet.toml).")
     ] = None,
 ) -> None:
+    global _database
     ctx.obj = Context(db_path(db), config)
+    _database = ctx.obj.db.absolute()
 
 
 @contextmanager
@@ -459,7 +465,7 @@ def _explained(e: BaseException) -> BaseException:
     """A full disk, a read-only folder, a damaged file or no memory: one line, not a traceback."""
     from pipelines.serving import explain
 
-    return explain(e) or e
+    return explain(e, _database) or e
 
 
 if __name__ == "__main__":

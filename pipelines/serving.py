@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import shutil
 import stat
 import struct
@@ -282,7 +283,13 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
                     # replays it, and the published file then has it checkpointed.
                     _guarded(lambda: clone_file(wal, copy.with_name(copy.name + ".wal")), db.parent)
                 clone_s = time.perf_counter() - began
-            con = open_database(copy, writable=True)
+            try:
+                con = open_database(copy, writable=True)
+            except DatabaseCorruptError:
+                raise DatabaseCorruptError(
+                    f"Database `{db}` is damaged or not a DuckDB file.",
+                    "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
+                ) from None
             session = WriteSession(con, db, copy, cloned_with=cloned_with, clone_s=clone_s)
             try:
                 _guarded(lambda: ensure_schema(con), db.parent)
@@ -353,9 +360,10 @@ def missing_error(db: Path) -> DatabaseMissingError:
 
 # ---- faults as one line ---------------------------------------------------------------------
 
-def first_line(e: BaseException) -> str:
+def first_line(e: BaseException, limit: int = 200) -> str:
     text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
+    line = text[0] if text else type(e).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 _DISK_FULL = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
@@ -366,7 +374,7 @@ def storage_error(e: OSError, where: Path, doing: str = "write in") -> StorageEr
     if e.errno in _DISK_FULL:
         return StorageError(
             f"No space left to {doing} `{where}` ({os.strerror(e.errno)}).",
-            "Free disk space (or raise the file size limit) and run again; the database is unchanged.",
+            "Free disk space (or raise the file size limit) and run again; what was there before is unchanged.",
         )
     if e.errno in _READ_ONLY:
         return StorageError(
@@ -394,9 +402,12 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
         text = str(e)
         lower = text.lower()
         if "no space left" in lower or "file too large" in lower or "disk quota" in lower:
+            # DuckDB nests the OS error in its own text (sometimes as JSON): name the file and the cause.
+            found = re.search(r'write file \\?"([^"\\]+)\\?": ([A-Za-z ]+)', text)
+            what = f"`{found[1]}` ({found[2].strip()})" if found else first_line(e)
             return StorageError(
-                f"No space left on the disk{f' of `{where}`' if where else ''}: {first_line(e)}",
-                "Free disk space (or raise the file size limit) and run again; the database is unchanged.",
+                f"No space left to write {what}.",
+                "Free disk space (or raise the file size limit) and run again; what was there before is unchanged.",
             )
         if "read-only file system" in lower or "permission denied" in lower:
             return StorageError(f"Cannot write: {first_line(e)}", "Make the folder writable and run again.")
@@ -409,7 +420,8 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
             or ("serialization" in lower and isinstance(e, (duckdb.IOException, duckdb.SerializationException)))
         ):
             return DatabaseCorruptError(
-                f"Database{f' `{where}`' if where else ''} is damaged or not a DuckDB file: {first_line(e)}",
+                f"Database `{where}` is damaged or not a DuckDB file." if where
+                else f"The database is damaged or not a DuckDB file: {first_line(e)}",
                 "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
             )
         if isinstance(e, duckdb.IOException) and "lock" in lower:
