@@ -184,3 +184,120 @@ def test_shareable_urls_open_the_drill_downs(server, browser) -> None:
         no_exception(page)
         screenshot(page, shot)
     page.close()
+
+
+COMPUTE_THEN_WAIT = """
+import sys
+from pathlib import Path
+from pipelines.compute import compute
+from pipelines.config import Settings
+from pipelines.serving import writing
+from pipelines.sources.files import ingest_files
+
+# A scheduled update: load late data and compute, in one writer session; it publishes
+# only when told to, so the pages below are served while the compute's copy is unpublished.
+with writing(sys.argv[1], command="gpufleet compute") as session:
+    ingest_files(session.con, Path(sys.argv[2]))
+    compute(session.con, Settings(), force=True)
+    print("computed", flush=True)
+    sys.stdin.readline()
+print("published", flush=True)
+"""
+
+PAGES = [
+    ("/?week={week}", "Fleet overview"),
+    ("/nodes?week={week}", "Nodes"),
+    ("/nodes?node={node}&week={week}", "Node {node}"),
+    ("/jobs?week={week}", "Jobs"),
+    ("/jobs?job={job}", "Job {job}"),
+    ("/anomalies?week={week}", "Anomalies"),
+]
+
+
+def test_every_page_is_served_during_a_compute(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Pages stay served with the published numbers while a writer works; after it publishes,
+    a reload shows the new version."""
+    require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
+    from playwright.sync_api import sync_playwright
+
+    folder = tmp_path_factory.mktemp("browser-compute")
+    db = build_app_db(folder / "fleet.duckdb", fleet="simulated")
+    con = duckdb.connect(str(db), read_only=True)
+    version = con.execute("SELECT max(batch_id) FROM load_log").fetchall()[0][0]
+    week, node, job = con.execute(
+        "SELECT strftime(min(start_ts), '%G-W%V'), (SELECT min(node) FROM nodes), (SELECT min(job_id) FROM jobs) "
+        "FROM job_attempts"
+    ).fetchall()[0]
+    con.close()
+    late = folder / "late"
+    late.mkdir()
+    (late / "maintenance.csv").write_text(
+        f"node,start_ts,end_ts,reason\n{node},2026-11-24T10:00:00Z,2026-11-24T11:00:00Z,declared late\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    port = free_port()
+    log = (folder / "streamlit.log").open("w")
+    writer_log = (folder / "writer.log").open("w")
+    app = subprocess.Popen([sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
+                           cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    writer = None
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if app.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; see {log.name}")
+            time.sleep(0.3)
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = chromium.new_page(viewport={"width": 1500, "height": 1000})
+                writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
+                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                          stderr=writer_log)
+                # Pages are served while the writer loads and computes ...
+                for path, heading in PAGES:
+                    page.goto(base + path.format(week=week, node=node, job=job))
+                    page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=60_000)
+                    settle(page)
+                    no_exception(page)
+                    assert page.locator('[data-testid="stAlert"]').filter(has_text="Error").count() == 0
+                    assert f"Data version {version}," in page.inner_text("body")
+                assert writer.stdout.readline().strip() == "computed", (writer.wait(), (folder / "writer.log").read_text()[-3000:])
+                # ... and after it has computed, with its copy not yet published.
+                for path, heading in PAGES:
+                    page.goto(base + path.format(week=week, node=node, job=job))
+                    page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=60_000)
+                    settle(page)
+                    no_exception(page)
+                    assert f"Data version {version}," in page.inner_text("body")
+                writer.stdin.write("\n")
+                writer.stdin.flush()
+                assert writer.stdout.readline().strip() == "published"
+                assert writer.wait(timeout=60) == 0
+                page.goto(f"{base}/?week={week}")
+                page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
+                settle(page)
+                no_exception(page)
+                assert f"Data version {version + 1}," in page.inner_text("body")
+                page.close()
+            finally:
+                chromium.close()
+    finally:
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=10)
+        os.killpg(app.pid, signal.SIGTERM)
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait(timeout=10)
+        log.close()
+        writer_log.close()
