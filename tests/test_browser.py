@@ -204,6 +204,14 @@ with writing(sys.argv[1], command="gpufleet compute") as session:
 print("published", flush=True)
 """
 
+def said(process: subprocess.Popen, word: str) -> bool:
+    """Read the process's output up to the line `word` (DuckDB's progress bar writes there too)."""
+    for line in process.stdout:
+        if line.strip() == word:
+            return True
+    return False
+
+
 PAGES = [
     ("/?week={week}", "Fleet overview"),
     ("/nodes?node={node}&week={week}", "Node {node}"),
@@ -212,12 +220,9 @@ PAGES = [
 ]
 
 
-def test_every_page_is_served_during_a_compute(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Pages stay served with the published numbers while a writer works; after it publishes,
     a reload shows the new version."""
-    require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
-    from playwright.sync_api import sync_playwright
-
     folder = tmp_path_factory.mktemp("browser-compute")
     db = build_app_db(folder / "fleet.duckdb", fleet="simulated")
     con = duckdb.connect(str(db), read_only=True)
@@ -252,36 +257,30 @@ def test_every_page_is_served_during_a_compute(tmp_path_factory: pytest.TempPath
             if app.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"streamlit did not start; see {log.name}")
             time.sleep(0.3)
-        with sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = chromium.new_page(viewport={"width": 1500, "height": 1000})
-                writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
-                                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                          stderr=writer_log)
-                # Every page is served while the writer loads, computes, and holds its unpublished copy.
-                for path, heading in PAGES:
-                    page.goto(base + path.format(week=week, node=node, job=job))
-                    page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
-                    settle(page)
-                    no_exception(page)
-                    assert page.locator('[data-testid="stAlert"]').filter(has_text="Error").count() == 0
-                    assert f"Data version {version}," in page.inner_text("body")
-                    assert writer.poll() is None  # still writing: it publishes only when told to
-                computed = writer.stdout.readline().strip()
-                assert computed == "computed", (writer.poll(), (folder / "writer.log").read_text()[-3000:])
-                writer.stdin.write("\n")
-                writer.stdin.flush()
-                assert writer.stdout.readline().strip() == "published"
-                assert writer.wait(timeout=60) == 0
-                page.goto(f"{base}/?week={week}")
-                page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
-                settle(page)
-                no_exception(page)
-                assert f"Data version {version + 1}," in page.inner_text("body")
-                page.close()
-            finally:
-                chromium.close()
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  stderr=writer_log)
+        # Every page is served while the writer loads, computes, and holds its unpublished copy.
+        for path, heading in PAGES:
+            page.goto(base + path.format(week=week, node=node, job=job))
+            page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
+            settle(page)
+            no_exception(page)
+            assert page.locator('[data-testid="stAlert"]').filter(has_text="Error").count() == 0
+            assert f"Data version {version}," in page.inner_text("body")
+            assert writer.poll() is None  # still writing: it publishes only when told to
+        assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert said(writer, "published")
+        assert writer.wait(timeout=60) == 0
+        page.goto(f"{base}/?week={week}")
+        page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
+        settle(page)
+        no_exception(page)
+        assert f"Data version {version + 1}," in page.inner_text("body")
+        page.close()
     finally:
         if writer is not None and writer.poll() is None:
             writer.kill()
