@@ -1,17 +1,18 @@
 """Read-only database access for the app: short-lived connections and cached results.
 
-DuckDB lets a process open the file for writing only while no other process has it
-open, even read-only. So the app never holds the file between page runs: a page run
-opens one read-only connection on its first cache miss and closes it when the run
-ends. Results are cached by (query, parameters, the file's fingerprint: size and
-mtime of the file and its WAL), so a compute that rewrites the file invalidates
-them. While a writer holds the lock, the app keeps showing the last numbers it read
-(and says so) instead of failing.
+gpufleet's writers never write the database in place: each publishes a new file at the
+path (pipelines/serving.py), so the app reads while an ingest or compute runs. A page
+run opens one read-only connection to the newest published version on its first cache
+miss and closes it when the run ends. Results are cached by (query, parameters, the
+file's fingerprint: inode, size and mtime of the file and of its WAL), so a publish
+invalidates them. Only another program holding the file open for writing can keep
+the app out; then it shows the last numbers it read (and says who holds the file).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,13 +26,14 @@ import streamlit as st
 
 from pipelines.config import db_path
 from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError
+from pipelines.serving import open_snapshot
 from pipelines.sql import query_pl
-from pipelines.store import connect
 
-Fingerprint = tuple[int, int, int, int]
+Fingerprint = tuple[int, int, int, int, int]
 
 READ_RETRIES = 3
-"""Lock retries when opening read-only: 0.2 + 0.4 + 0.8 s, then show the last numbers read."""
+"""Retries while another program holds the file open for writing (0.2 + 0.4 + 0.8 s), then
+show the last numbers read. gpufleet's own writers never hold it."""
 
 LAST_GOOD_ENTRIES = 512
 
@@ -44,7 +46,7 @@ def database_path() -> Path:
 
 
 def fingerprint(path: Path) -> Fingerprint | None:
-    """(size, mtime) of the file and of its WAL; None when the file does not exist."""
+    """(inode, size, mtime) of the file and (size, mtime) of its WAL; None when there is no file."""
     try:
         main = path.stat()
     except FileNotFoundError:
@@ -54,7 +56,7 @@ def fingerprint(path: Path) -> Fingerprint | None:
         wal_sig = (wal.st_size, wal.st_mtime_ns)
     except FileNotFoundError:
         wal_sig = (0, 0)
-    return (main.st_size, main.st_mtime_ns, *wal_sig)
+    return (main.st_ino, main.st_size, main.st_mtime_ns, *wal_sig)
 
 
 class Reader:
@@ -65,9 +67,11 @@ class Reader:
         self.retries = retries
         self.fingerprint = fingerprint(path)
         self.stale = False
-        """True when a writer held the lock and some results shown are from before it."""
+        """True when another program held the file open for writing and some results shown are from before."""
+        self.busy_title: str | None = None
+        """What holds the file (names the process), when `stale`."""
         self._con: duckdb.DuckDBPyConnection | None = None
-        self._busy = False
+        self._busy: DatabaseBusyError | None = None
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         if self.fingerprint is None:
@@ -75,14 +79,20 @@ class Reader:
                 f"Database `{self.path}` does not exist.",
                 "Create it with `gpufleet demo --no-app`, or point GPUFLEET_DB at your database.",
             )
-        if self._busy:
-            raise DatabaseBusyError(f"Database `{self.path}` is locked by another process.")
+        if self._busy is not None:
+            raise self._busy
         if self._con is None:
-            try:
-                self._con = connect(self.path, read_only=True, retries=self.retries)
-            except DatabaseBusyError:
-                self._busy = True
-                raise
+            delay = 0.2
+            for attempt in range(self.retries + 1):
+                try:
+                    self._con = open_snapshot(self.path)
+                    break
+                except DatabaseBusyError as e:
+                    if attempt == self.retries:
+                        self._busy = e
+                        raise
+                    time.sleep(delay)
+                    delay *= 2
         return self._con
 
     def close(self) -> None:
@@ -96,14 +106,14 @@ class Reader:
         key = (str(self.path), name, _freeze(params))
         try:
             frame = _cached_query(name, params, str(self.path), self.fingerprint, self)
-        except DatabaseBusyError:
+        except DatabaseBusyError as e:
             frame = _last_good_get(key)
             if frame is None:
                 raise DatabaseBusyError(
-                    "The database is being updated by a running ingest or compute.",
-                    "Reload the page in a minute; the dashboard reads it again when the writer is done.",
+                    e.title, "Reload the page once it is closed; the dashboard reads the file again then."
                 ) from None
             self.stale = True
+            self.busy_title = e.title
             return frame
         _last_good_put(key, frame)
         return frame

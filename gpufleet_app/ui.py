@@ -182,7 +182,7 @@ def sidebar_status() -> None:
             f"Data version {status['data_version']}, last load {status['loaded_at']:%Y-%m-%d %H:%M} UTC"
         )
     if reader.stale:
-        st.sidebar.warning("A compute is writing the database; these are the numbers from before it.")
+        st.sidebar.warning("Another program holds the database open for writing; these are the numbers from before.")
     try:
         incomplete = data.query("incomplete_windows")
     except GpufleetError:  # a database from before the table existed
@@ -201,11 +201,10 @@ def sidebar_status() -> None:
 
 
 def stale_notice() -> None:
-    if data.reader().stale:
-        st.info(
-            "The database is being updated by a running ingest or compute; showing the numbers "
-            "read before it started. Reload in a minute for the new ones."
-        )
+    reader = data.reader()
+    if reader.stale:
+        holder = reader.busy_title or "Another program holds the database open for writing."
+        st.info(fmt.text(holder) + " Showing the numbers read before it; reload once it is closed.")
 
 
 NODE_LOSS_COLUMNS = {

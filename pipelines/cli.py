@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from rich.markup import escape
 
 from pipelines.config import Settings, db_path, load_settings
 from pipelines.errors import GpufleetError
+
+if TYPE_CHECKING:
+    from pipelines.serving import WriteSession
 
 app = typer.Typer(
     name="gpufleet",
@@ -46,6 +49,10 @@ PARTIAL_EXIT_CODE = 3
 
 console = Console(stderr=True)
 out = Console()
+
+
+_database: Path | None = None
+"""The command's database, named by the one-line errors of `main`."""
 
 
 class Context:
@@ -112,7 +119,18 @@ def main_options(
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
 ) -> None:
+    global _database
     ctx.obj = Context(db_path(db), config, db)
+    _database = ctx.obj.db.absolute()
+
+
+@contextmanager
+def _writing(ctx: typer.Context, command: str, *, create: bool) -> Iterator[WriteSession]:
+    """The one way every writing command reaches the database (see pipelines/serving.py)."""
+    from pipelines.serving import writing
+
+    with writing(ctx.obj.db, command=f"gpufleet {command}", create=create) as session:
+        yield session
 
 
 def _print_loads(results) -> None:
@@ -135,11 +153,9 @@ def ingest_files_cmd(
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
-    from pipelines.store import WRITER_RETRIES, open_store
 
-    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
-    with console.status(f"Loading {folder} ..."):
-        results = ingest_files(con, folder)
+    with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
+        results = ingest_files(session.con, folder)
     _print_loads(results)
 
 
@@ -173,14 +189,12 @@ def ingest_prometheus_cmd(
     Exit code 3: the store answered some chunks only in part (the message says how many).
     """
     from pipelines.sources.prometheus import ingest_prometheus, parse_time
-    from pipelines.store import open_store
 
     settings = ctx.obj.settings().prometheus
     start_ts, end_ts = parse_time(start), parse_time(end)
-    con = open_store(ctx.obj.db)
-    with console.status("Fetching ...") as status:
+    with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
         report = ingest_prometheus(
-            con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
+            session.con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
             allow_partial=allow_partial, progress=lambda msg: status.update(f"Fetching {msg} ..."),
         )
     _print_warnings(report.warnings)
@@ -211,10 +225,9 @@ def ingest_sacct_cmd(
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import ingest_sacct
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, parsed = ingest_sacct(con, file, delimiter)
+    with _writing(ctx, "ingest sacct", create=True) as session:
+        results, parsed = ingest_sacct(session.con, file, delimiter)
     _print_warnings(parsed.warnings)
     _print_loads(results)
 
@@ -230,10 +243,9 @@ def ingest_kube_jobs_cmd(
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import ingest_kube_jobs
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, skipped = ingest_kube_jobs(con, file, user_label, pods)
+    with _writing(ctx, "ingest kube-jobs", create=True) as session:
+        results, skipped = ingest_kube_jobs(session.con, file, user_label, pods)
     if skipped:
         _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."])
     _print_loads(results)
@@ -255,15 +267,14 @@ def ingest_kernel_log_cmd(
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
     from pipelines.sources.prometheus import parse_time
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    results, parsed = ingest_kernel_log(
-        con, file, node,
-        boot_time=parse_time(boot_time) if boot_time else None,
-        year=year,
-        pci_map=parse_pci_map(pci_map) if pci_map else None,
-    )
+    with _writing(ctx, "ingest kernel-log", create=True) as session:
+        results, parsed = ingest_kernel_log(
+            session.con, file, node,
+            boot_time=parse_time(boot_time) if boot_time else None,
+            year=year,
+            pci_map=parse_pci_map(pci_map) if pci_map else None,
+        )
     _print_warnings(parsed.warnings(str(file)))
     out.print(f"{parsed.xid_lines:,} Xid lines read.")
     _print_loads(results)
@@ -276,10 +287,10 @@ def ingest_rank_steps_cmd(
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import ingest_rank_steps
-    from pipelines.store import open_store
 
-    con = open_store(ctx.obj.db)
-    _print_loads(ingest_rank_steps(con, file))
+    with _writing(ctx, "ingest rank-steps", create=True) as session:
+        results = ingest_rank_steps(session.con, file)
+    _print_loads(results)
 
 
 @app.command()
@@ -288,13 +299,31 @@ def compute(
     force: Annotated[bool, typer.Option(help="Recompute even if nothing changed.")] = False,
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
+    import duckdb
+
     from pipelines.compute import compute as run_compute
-    from pipelines.store import WRITER_RETRIES, open_store
+    from pipelines.compute import is_current
+    from pipelines.serving import open_snapshot
+    from pipelines.store import data_version
 
     settings = ctx.obj.settings()
-    con = open_store(ctx.obj.db, retries=WRITER_RETRIES)
-    with console.status("Computing ...") as status:
-        result = run_compute(con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ..."))
+    if not force:
+        # Checked on the published version first: an unchanged database costs no lock and no copy.
+        con = open_snapshot(ctx.obj.db)
+        try:
+            current, version = is_current(con, settings), data_version(con)
+        except duckdb.CatalogException:
+            current, version = False, 0  # no landing tables yet: the compute below says so
+        finally:
+            con.close()
+        if current:
+            out.print(f"Nothing changed since the last compute (data version {version}).")
+            return
+    with _writing(ctx, "compute", create=False) as session, console.status("Computing ...") as status:
+        result = run_compute(
+            session.con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ...")
+        )
+        session.publish = not result.skipped
     if result.skipped:
         out.print(f"Nothing changed since the last compute (data version {result.data_version}).")
         return
@@ -425,6 +454,10 @@ def app_cmd(
     headless: Annotated[bool, typer.Option(help="Do not open a browser.")] = True,
 ) -> None:
     """Serve the Streamlit dashboard against the database (read-only)."""
+    from pipelines.serving import missing_error
+
+    if not ctx.obj.db.exists():
+        raise missing_error(ctx.obj.db.absolute())
     _serve(ctx.obj.db, port, headless)
 
 
@@ -452,19 +485,18 @@ def demo(
     from pipelines.demo import demo_summary
     from pipelines.simulate import SimulationConfig, simulate_to_dir
     from pipelines.sources.files import ingest_files
-    from pipelines.store import WRITER_RETRIES, open_store
 
     db = ctx.obj.db
     fleet = f"{nodes} nodes x {days} days"
     with _stage(f"Simulated {fleet} into {escape(str(data))}", f"Simulating {fleet} ..."):
         simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed), data)
-    con = open_store(db, retries=WRITER_RETRIES)
-    with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
-        ingest_files(con, data)
-    with _stage("Computed the metrics and anomalies", "Computing ..."):
-        run_compute(con, ctx.obj.settings())
-    out.print(demo_summary(con))
-    con.close()
+    with _writing(ctx, "demo", create=True) as session:
+        with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
+            ingest_files(session.con, data)
+        with _stage("Computed the metrics and anomalies", "Computing ..."):
+            run_compute(session.con, ctx.obj.settings())
+        summary = demo_summary(session.con)
+    out.print(summary)
     if not no_app:
         _serve(db, port, headless=True)
 
@@ -587,13 +619,29 @@ def export(
 
 def main() -> None:
     try:
-        app(args=global_options_first(sys.argv[1:]), prog_name="gpufleet")
+        try:
+            app(args=global_options_first(sys.argv[1:]), prog_name="gpufleet")
+        except (OSError, MemoryError) as e:
+            raise _explained(e) from None
+        except Exception as e:
+            import duckdb
+
+            if isinstance(e, duckdb.Error):
+                raise _explained(e) from None
+            raise
     except GpufleetError as e:
         # soft_wrap: one line per message however long the path in it, so logs and greps see it whole.
         console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)
         if e.hint:
             console.print(e.hint, highlight=False, markup=False, soft_wrap=True)
         sys.exit(e.exit_code)
+
+
+def _explained(e: BaseException) -> BaseException:
+    """A full disk, a read-only folder, a damaged file or no memory: one line, not a traceback."""
+    from pipelines.serving import explain
+
+    return explain(e, _database) or e
 
 
 if __name__ == "__main__":

@@ -121,6 +121,17 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
     return (computed[0][0], current) if current != computed[0][0] else None
 
 
+def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
+    """True when the last compute used this data version and these settings (read-only check)."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if not {"compute_log", "load_log"} <= tables:
+        return False
+    rows = con.execute(
+        "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
+    ).fetchall()
+    return bool(rows) and (rows[0][0], rows[0][1]) == (data_version(con), settings_fingerprint(settings))
+
+
 def compute(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,

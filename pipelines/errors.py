@@ -33,6 +33,18 @@ class DatabaseBusyError(GpufleetError):
     """Another process holds the DuckDB write lock."""
 
 
+class DatabaseCorruptError(GpufleetError):
+    """The DuckDB file is truncated, damaged, or not a DuckDB file."""
+
+
+class StorageError(GpufleetError):
+    """The file system refused a write: disk full, read-only folder, no permission."""
+
+
+class OutOfMemoryError(GpufleetError):
+    """A step ran out of memory (e.g. under GPUFLEET_MEMORY_LIMIT)."""
+
+
 class InputError(GpufleetError):
     """A landing file or source payload does not fit the landing contract.
 

@@ -29,7 +29,6 @@ from pipelines.config import Settings
 from pipelines.errors import DatabaseMissingError, GpufleetError
 from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
-from pipelines.store import connect
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("md", "json", "html")
@@ -49,8 +48,10 @@ TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
-    """A read-only connection that waits (briefly) for a running ingest/compute to finish."""
-    return connect(db, read_only=True, retries=8)
+    """A read-only connection to the newest published version (writers never block it)."""
+    from pipelines.serving import open_snapshot
+
+    return open_snapshot(db)
 
 
 def require_tables(con: duckdb.DuckDBPyConnection, tables: list[str]) -> None:

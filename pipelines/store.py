@@ -29,7 +29,7 @@ from pipelines.contract import (
     NON_NEGATIVE,
     UPSERT_TABLES,
 )
-from pipelines.errors import DatabaseBusyError, DatabaseMissingError, GpufleetError, InputError
+from pipelines.errors import DatabaseMissingError, GpufleetError, InputError
 from pipelines.sql import load_sql, statements
 
 ROW_COLUMN = "__row"
@@ -42,10 +42,14 @@ def quote_ident(name: str) -> str:
 
 
 def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> duckdb.DuckDBPyConnection:
-    """Open the database with UTC as the session time zone.
+    """Open this very file with UTC as the session time zone.
 
-    `retries` waits (0.2 s, doubling) while another process holds the write lock.
+    gpufleet commands reach `--db` through `pipelines.serving` (writers publish a copy,
+    readers open the newest published version); this is the plain open beneath it.
+    `retries` waits (0.2 s, doubling) while another process holds DuckDB's write lock.
     """
+    from pipelines.serving import duckdb_writer_pid, explain, first_line, foreign_writer_error
+
     path = Path(path)
     if read_only and not path.exists():
         raise DatabaseMissingError(
@@ -59,18 +63,25 @@ def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> d
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower():
-                raise GpufleetError(f"Cannot open database `{path}`: {e}") from e
+                raise explain(e, path) or GpufleetError(f"Cannot open database `{path}`: {first_line(e)}") from None
             if attempt == retries:
-                raise DatabaseBusyError(
-                    f"Database `{path}` is locked by another process.",
-                    "Wait for the running ingest/compute to finish, then try again.",
-                ) from e
+                raise foreign_writer_error(path, duckdb_writer_pid(path)) from None
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+        except duckdb.Error as e:
+            raise explain(e, path) or GpufleetError(f"Cannot open database `{path}`: {first_line(e)}") from None
     con.execute("SET TimeZone = 'UTC'")
     if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
         # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
-        con.execute("SET memory_limit = $limit", {"limit": os.environ["GPUFLEET_MEMORY_LIMIT"]})
+        limit = os.environ["GPUFLEET_MEMORY_LIMIT"]
+        try:
+            con.execute("SET memory_limit = $limit", {"limit": limit})
+        except duckdb.Error:
+            con.close()
+            raise GpufleetError(
+                f"GPUFLEET_MEMORY_LIMIT must be a size such as 6GB or 512MB, not `{limit}`.",
+                "Fix or unset it.",
+            ) from None
     return con
 
 
@@ -80,15 +91,11 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
-WRITER_RETRIES = 30
-"""Lock retries of a writing command (~1 min): readers such as the dashboard hold the
-file only for the few milliseconds of a query batch, so a writer waits for a gap."""
-
-
 def open_store(path: str | Path, *, retries: int = 0) -> duckdb.DuckDBPyConnection:
-    """A writable connection with the landing schema in place.
+    """A writable connection to this very file with the landing schema in place.
 
-    `retries` waits for the write lock (see `connect`) while readers have the file open.
+    For a file no other process reads (tests, private copies); commands that write `--db`
+    use `pipelines.serving.writing`, which publishes instead of writing in place.
     """
     con = connect(path, retries=retries)
     ensure_schema(con)

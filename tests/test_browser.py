@@ -260,3 +260,112 @@ def test_a_crafted_url_renders_no_link_and_no_image(server, browser) -> None:
     screenshot(page, "7-crafted-url.png")
     assert not [url for url in outside if "evil" in url]
     page.close()
+
+
+COMPUTE_THEN_WAIT = """
+import sys
+from pathlib import Path
+from pipelines.compute import compute
+from pipelines.config import Settings
+from pipelines.serving import writing
+from pipelines.sources.files import ingest_files
+
+# A scheduled update: load late data and compute, in one writer session; it publishes
+# only when told to, so the pages below are served while the compute's copy is unpublished.
+with writing(sys.argv[1], command="gpufleet compute") as session:
+    ingest_files(session.con, Path(sys.argv[2]))
+    compute(session.con, Settings(), force=True)
+    print("computed", flush=True)
+    sys.stdin.readline()
+print("published", flush=True)
+"""
+
+def said(process: subprocess.Popen, word: str) -> bool:
+    """Read the process's output up to the line `word` (DuckDB's progress bar writes there too)."""
+    for line in process.stdout:
+        if line.strip() == word:
+            return True
+    return False
+
+
+PAGES = [
+    ("/?week={week}", "Fleet overview"),
+    ("/nodes?node={node}&week={week}", "Node {node}"),
+    ("/jobs?job={job}", "Job {job}"),
+    ("/anomalies?week={week}", "Anomalies"),
+]
+
+
+def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Pages stay served with the published numbers while a writer works; after it publishes,
+    a reload shows the new version."""
+    folder = tmp_path_factory.mktemp("browser-compute")
+    db = build_app_db(folder / "fleet.duckdb", fleet="simulated")
+    con = duckdb.connect(str(db), read_only=True)
+    version = con.execute("SELECT max(batch_id) FROM load_log").fetchall()[0][0]
+    week, node, job = con.execute(
+        "SELECT strftime(min(start_ts), '%G-W%V'), (SELECT min(node) FROM nodes), (SELECT min(job_id) FROM jobs) "
+        "FROM job_attempts"
+    ).fetchall()[0]
+    con.close()
+    late = folder / "late"
+    late.mkdir()
+    (late / "maintenance.csv").write_text(
+        f"node,start_ts,end_ts,reason\n{node},2026-11-24T10:00:00Z,2026-11-24T11:00:00Z,declared late\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    port = free_port()
+    log = (folder / "streamlit.log").open("w")
+    writer_log = (folder / "writer.log").open("w")
+    app = subprocess.Popen([sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
+                           cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    writer = None
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if app.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not start; see {log.name}")
+            time.sleep(0.3)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  stderr=writer_log)
+        # Every page is served while the writer loads, computes, and holds its unpublished copy.
+        for path, heading in PAGES:
+            page.goto(base + path.format(week=week, node=node, job=job))
+            page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
+            settle(page)
+            no_exception(page)
+            assert page.locator('[data-testid="stAlert"]').filter(has_text="Error").count() == 0
+            assert f"Data version {version}," in page.inner_text("body")
+            assert writer.poll() is None  # still writing: it publishes only when told to
+        assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+        assert said(writer, "published")
+        assert writer.wait(timeout=60) == 0
+        page.goto(f"{base}/?week={week}")
+        page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
+        settle(page)
+        no_exception(page)
+        assert f"Data version {version + 1}," in page.inner_text("body")
+        page.close()
+    finally:
+        if writer is not None and writer.poll() is None:
+            writer.kill()
+            writer.wait(timeout=10)
+        os.killpg(app.pid, signal.SIGTERM)
+        try:
+            app.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait(timeout=10)
+        log.close()
+        writer_log.close()
