@@ -1,7 +1,7 @@
 """The app's page queries, warm, without Streamlit: `python -m benchmarks.app_queries PAGE WEEK`.
 
 Each page's queries are the `queries/app/*.sql` files its module passes to `data.query(...)`
-(found by reading `gpufleet_app/pages/<page>.py` and the `gpufleet_app` modules it imports, such
+(found by reading `gpufleet_app/views/<page>.py` and the `gpufleet_app` modules it imports, such
 as `trends` and `telemetry`), run through `pipelines.sql.query_pl`,
 the function the app's `data.query` calls, with the parameters a reviewer's first visit
 uses: the week, all clusters, the busiest node, the job with the most ranks, no filters.
@@ -41,7 +41,7 @@ def pages(root: Path) -> dict[str, list[str]]:
     """Page name -> the app queries it runs, in order (every app query under `app` if no pages)."""
     available = sorted(p.stem for p in (queries_dir() / "app").glob("*.sql"))
     found: dict[str, list[str]] = {}
-    page_dir = root / "gpufleet_app" / "pages"
+    page_dir = root / "gpufleet_app" / "views"
     # The shared page frame (week picker, cluster filter, data status) runs on every page.
     shared = root / "gpufleet_app" / "ui.py"
     common = _QUERY_CALL.findall(shared.read_text()) if shared.is_file() else []

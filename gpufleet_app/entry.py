@@ -1,6 +1,6 @@
 """The dashboard's page structure, run by `app.py` (checkout) or `streamlit_app.py` (installed).
 
-Pages are files under `gpufleet_app/pages/`, addressed by absolute path so the app
+Pages are files under `gpufleet_app/views/`, addressed by absolute path so the app
 runs the same from a checkout and from an installed wheel.
 """
 

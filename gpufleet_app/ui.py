@@ -20,7 +20,7 @@ REQUIRED_VIEWS = (
     "anomalies", "node_cost",
 )
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "views"
 OVERVIEW = PAGES_DIR / "overview.py"
 NODES = PAGES_DIR / "nodes.py"
 JOBS = PAGES_DIR / "jobs.py"

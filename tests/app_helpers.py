@@ -14,10 +14,10 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "app.py"
 PAGES = {
-    "nodes": "gpufleet_app/pages/nodes.py",
-    "jobs": "gpufleet_app/pages/jobs.py",
-    "anomalies": "gpufleet_app/pages/anomalies.py",
-    "telemetry": "gpufleet_app/pages/telemetry.py",
+    "nodes": "gpufleet_app/views/nodes.py",
+    "jobs": "gpufleet_app/views/jobs.py",
+    "anomalies": "gpufleet_app/views/anomalies.py",
+    "telemetry": "gpufleet_app/views/telemetry.py",
 }
 
 

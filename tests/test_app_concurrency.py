@@ -57,7 +57,7 @@ def run_overview() -> AppTest:
 def node_availability_shown(node: str, week: str) -> str:
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()
-    at.switch_page("gpufleet_app/pages/nodes.py")
+    at.switch_page("gpufleet_app/views/nodes.py")
     at.query_params.clear()
     at.query_params.update({"node": node, "week": week})
     at.run()

@@ -10,20 +10,10 @@ from tests.test_browser import ARTIFACTS, browser, no_exception, screenshot, ser
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module", autouse=True)
-def first_visit(server, browser) -> None:  # noqa: F811
-    """Open the overview once before the deep links. A fresh server that gets a page's URL as its
-    very first request runs that page file directly (Streamlit's `pages/` folder next to the entry
-    script), outside the app's read session: a known defect of the page layout, fixed apart."""
-    base, _ = server
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
-    page.goto(f"{base}/?week=2026-W48")
-    page.get_by_role("heading", name="Fleet overview").wait_for(timeout=30_000)
-    settle(page)
-    page.close()
-
-
 def test_fleet_telemetry_heatmap_from_a_shared_url(server, browser) -> None:  # noqa: F811
+    # The module's server is fresh: this deep link is its very first request. (With the page files
+    # in a folder named `pages/` beside the entry script, Streamlit ran that file on its own, outside
+    # the app's read session, and the first visitor of a shared link saw an error.)
     base, _ = server
     (ARTIFACTS / "browser").mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
