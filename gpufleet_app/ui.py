@@ -184,6 +184,16 @@ def sidebar_status() -> None:
     if reader.stale:
         st.sidebar.warning("Another program holds the database open for writing; these are the numbers from before.")
     try:
+        versions = data.query("derived_version").row(0, named=True)
+    except GpufleetError:  # no compute log: derived tables made by hand, nothing to compare
+        versions = None
+    if versions and versions["computed_version"] is not None and versions["computed_version"] != versions["data_version"]:
+        st.sidebar.warning(
+            f"Raw data changed since the last compute (the numbers were built from data version "
+            f"{versions['computed_version']}; the database holds version {versions['data_version']}). "
+            "They leave the newest data out until `gpufleet compute` runs."
+        )
+    try:
         incomplete = data.query("incomplete_windows")
     except GpufleetError:  # a database from before the table existed
         return
