@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 from datetime import date, datetime, time
-from typing import Annotated, Any, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 from pydantic import ConfigDict, ValidationError
 
@@ -70,6 +70,8 @@ def describe_type(annotation: Any, metadata: list[Any] | tuple[Any, ...] = (), p
         text = ("lists of " if plural else "a list of ") + describe_type(args[0], (), True)
     elif origin is dict:
         text = ("tables of " if plural else "a table of ") + describe_type(args[1], (), True)
+    elif origin is Literal:
+        text = "one of " + ", ".join(toml_value(v) for v in args)
     elif annotation in _NOUNS:
         text = _NOUNS[annotation][1 if plural else 0]
     else:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import pytest
 
@@ -40,9 +40,9 @@ def _base(annotation: Any) -> Any:
 
 # A value of the wrong type for each declared type; a list gets a string, the mistake that used to be
 # read as a list of its characters (`required_conditions = "Ready"` -> R, e, a, d, y).
-WRONG = {list: "Ready", dict: "Ready", int: "5", float: "fast", bool: 1, str: 5}
+WRONG = {list: "Ready", dict: "Ready", int: "5", float: "fast", bool: 1, str: 5, Literal: 5}
 EXPECTED = {list: "a list of", dict: "a table of", int: "an integer", float: "a number",
-            bool: "true or false", str: "a string"}
+            bool: "true or false", str: "a string", Literal: "one of"}
 
 EVERY_SETTING = [
     (section, f.name, _base(cls.__pydantic_fields__[f.name].annotation))
@@ -85,6 +85,9 @@ def test_every_setting_with_a_wrong_type_is_one_line_naming_file_key_type_and_va
         ("[availability]\nstaleness_s = 0", "`availability.staleness_s` must be an integer > 0, got 0."),
         ("[stragglers]\nalpha = 1.5", "`stragglers.alpha` must be a number > 0 and < 1, got 1.5."),
         ("[detection]\nmax_out_share = 2", "`detection.max_out_share` must be a number >= 0 and <= 1, got 2."),
+        ('[detection]\nrepeat_offender_action = "bogus"',
+         ('`detection.repeat_offender_action` must be one of "watch", "cordon", "drain", "reset_gpu", '
+          '"reboot", "replace", got "bogus".')),
         ("[detection]\nload_util_min = 101.0", "`detection.load_util_min` must be a number >= 0 and <= 100, got 101.0."),
         ("[prometheus]\nretries = -1", "`prometheus.retries` must be an integer >= 0, got -1."),
         ("[prometheus]\nnic_expected_by_instance_type = { p5 = -32 }",
