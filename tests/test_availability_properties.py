@@ -159,14 +159,16 @@ def reference_state(fleet: Fleet, found: list[dict], node: str, t, horizon, stal
         return any(g["gpu"] == gpu and t - g["ts"] < stale for g in ticks)
 
     missing = [gpu for gpu in range(gpu_count) if not fresh(gpu)]
+    if "unavailable" in verdicts:
+        return "unavailable"  # a known-bad signal outranks missing data
     if "unknown" in verdicts or (missing and require_gpu):
         return "unknown"
     any_reporting = any(t - g["ts"] < stale for g in ticks)
     any_condition_fresh = any(t - c["ts"] < stale for c in samples if c["ts"] <= t)
     if not any_reporting and not any_condition_fresh:
         return "unknown"  # nothing reports from the node: silence is never available
-    if "unavailable" in verdicts or (missing and any_reporting):
-        return "unavailable"
+    if missing and any_reporting:
+        return "unavailable"  # GPU telemetry optional: fewer GPUs report than expected
     if any(a["node"] == node and a["severity"] in ("warn", "critical")
            and a["start_ts"] <= t < (a["end_ts"] or horizon) for a in found):
         return "degraded"
