@@ -401,20 +401,20 @@ def _merge(
     else:
         names_clipped = names
     if item.table in UPSERT_TABLES:
+        # Created inside the load's transaction: a failure rolls it back with everything else (no
+        # cleanup statement may run in an aborted transaction, it would hide the real error).
         con.execute(f"CREATE OR REPLACE TEMP TABLE __stage AS SELECT {names}, {ROW_COLUMN} FROM {typed}")
-        try:
-            _check_identity(con, item, keys)
-            new = con.execute(
-                f"SELECT count(*) FROM __stage s WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match})"
-            ).fetchall()[0][0]
-            changed = con.execute(
-                f"SELECT count(*) FROM (SELECT {names} FROM __stage EXCEPT SELECT {names} FROM {table})"
-            ).fetchall()[0][0]
-            if changed:
-                con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})")
-                con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
-        finally:
-            con.execute("DROP TABLE IF EXISTS __stage")
+        _check_identity(con, item, keys)
+        new = con.execute(
+            f"SELECT count(*) FROM __stage s WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match})"
+        ).fetchall()[0][0]
+        changed = con.execute(
+            f"SELECT count(*) FROM (SELECT {names} FROM __stage EXCEPT SELECT {names} FROM {table})"
+        ).fetchall()[0][0]
+        if changed:
+            con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})")
+            con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
+        con.execute("DROP TABLE __stage")
         return result(new, changed - new)
     window, params = "", None
     if "ts" in keys and checked.min_ts is not None:
