@@ -55,7 +55,8 @@ def job_landing(draw, job_id: str, offset: float) -> dict[str, list[dict]]:
                     steps.append({
                         "job_id": job_id, "attempt": n, "step": next_step, "rank": r, "node": "n1",
                         "gpu": r, "end_ts": at(end), "step_s": base * (1 if with_compute else factor),
-                        "compute_s": base * 0.7 * factor if with_compute else None,
+                        # busy time stays under the step's wall time (0.6 x 1.5 = 0.9 at most)
+                        "compute_s": base * 0.6 * factor if with_compute else None,
                     })
                 end += base
                 next_step += 1

@@ -67,7 +67,7 @@ MARKDOWN_LINES = [
     # the finding that ended j2 a0: its goodput lost next to its impact (W47's throttling is not listed)
     "| n2 | c1 | 3 | xid 79 | critical | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | 64.0 | 0.5 |",
     # what the ladder recommended this week, though the finding closed before the week's end
-    "| n2 | c1 | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | critical | xid 79 on gpu 3 (critical) -> reboot |",
+    "| n2 | c1 | reboot | 2026-11-24 11:58 | 2026-11-24 18:00 | critical | xid 79 on gpu 3 (critical) -&gt; reboot |",
     # escapes: W48 j2 a0 placed on n2 while its ecc_sbe_rate finding was open (0 of 1 escaped);
     # W47 j0 a0 on n1 escaped (1 of 1)
     "| Escape rate (fleet failures no check saw coming) | 0.00 % | 100.00 % | -100.00 pp |",
@@ -75,7 +75,7 @@ MARKDOWN_LINES = [
     # finding 07:00, failure 12:00: 5 h ahead; W47's only failure escaped: no lead time
     "| Median lead time of caught failures | 5.0 h | n/a | n/a |",
     # per detector: caught 1, escaped 0, placed 1, lead 5 h; no step timings in the fixture: 0 GPU-h
-    "| ecc_sbe_rate | 1 | 0 | 1 | 5.0 h | 0.0 |",
+    "| ecc\\_sbe\\_rate | 1 | 0 | 1 | 5.0 h | 0.0 |",  # Markdown-escaped: renders as ecc_sbe_rate
 ]
 
 
@@ -233,7 +233,8 @@ def test_markdown_escapes_html_and_link_syntax_in_every_cell(report, name):
     # A `|` in a name is escaped: every row of the nodes table keeps the header's column count.
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| Node |"))
-    table = [line for line in lines[start:] if line.startswith("|")]
-    table = table[: next((i for i, line in enumerate(table) if not line.startswith("|")), len(table))]
+    # the table's own lines: from its header to the first line that is not a table row
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    table = lines[start:end]
     columns = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
     assert len(columns) == 1

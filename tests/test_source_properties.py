@@ -43,7 +43,7 @@ def test_every_sample_of_the_window_is_fetched_exactly_once(samples, start, leng
     samples = sorted(set(samples) | edges)
     fetched = []
     for a, b in parts:
-        for _labels, ts, _values in _matrix(_server_answer(samples, a, b, closed), a, b).series():
+        for _labels, ts, _values in _matrix(_server_answer(samples, a, b, closed), a, b)[0].series():
             fetched.extend(ts)
     assert fetched == [t for t in samples if start <= t < end]
 

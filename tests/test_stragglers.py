@@ -84,7 +84,8 @@ def job_fleet(slow: dict[int, tuple[int, float]], spread: list[float] | None = N
                 "job_id": job_id, "attempt": 0, "step": step, "rank": rank,
                 "node": nodes[rank // 8], "gpu": rank % 8,
                 "end_ts": start + dt.timedelta(seconds=10 * (step + 1)),
-                "step_s": 10.0, "compute_s": float(compute_s),
+                # a step's wall time is at least its busy time (a slow spell stretches it)
+                "step_s": max(10.0, float(compute_s)), "compute_s": float(compute_s),
             })
     end = start + dt.timedelta(seconds=10 * steps)
     fleet.jobs.append({"job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
