@@ -274,7 +274,8 @@ def test_incomplete_windows_on_the_data_status_part_and_in_the_report(tmp_path, 
     week = IsoWeek.parse("2026-W48")
     markdown = to_markdown(build_report(con, week))
     assert "## Telemetry incomplete from the store" in markdown
-    assert "| 2026-11-23 00:00 | 2026-11-23 00:30 | gpu:DCGM_FI_DEV_GPU_TEMP |" in markdown
+    # (cells are Markdown-escaped: `_` as `\_`)
+    assert "| 2026-11-23 00:00 | 2026-11-23 00:30 | gpu:DCGM\\_FI\\_DEV\\_GPU\\_TEMP |" in markdown
     con.close()
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
