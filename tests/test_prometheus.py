@@ -676,7 +676,24 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     derived = [r[0] for r in direct.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
                if r[0] not in landing_and_bookkeeping]
     for table in derived:
+        if table == "node_state_intervals":
+            # Intervals split where their reason changes, and reasons are not carried (a condition's
+            # reason text, e.g. `NvidiaXID79Error`, is not in kube-state-metrics): compare state runs.
+            assert _state_runs(via_prom) == _state_runs(direct), table
+            continue
         assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+
+
+def _state_runs(con) -> list[tuple]:
+    """node_state_intervals with adjacent intervals of the same state merged."""
+    runs: list[list] = []
+    for node, start, end, state in con.execute(
+            "SELECT node, start_ts, end_ts, state FROM node_state_intervals ORDER BY node, start_ts").fetchall():
+        if runs and runs[-1][0] == node and runs[-1][3] == state and runs[-1][2] == start:
+            runs[-1][2] = end
+        else:
+            runs.append([node, start, end, state])
+    return [tuple(run) for run in runs]
 
 
 @pytest.mark.integration
