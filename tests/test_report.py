@@ -181,7 +181,7 @@ def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
     assert "not an ISO week" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("command", ["report", "export"])
+@pytest.mark.parametrize("command", ["report", "export", "remediation"])
 def test_every_option_is_documented(command):
     import typer
 

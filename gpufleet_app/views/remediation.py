@@ -46,8 +46,9 @@ linked = plan.with_columns(
     findings_link=pl.lit(f"/anomalies?week={week}{cluster_param}&node=") + pl.col("node"),
 )
 event = ui.table(
-    linked.select("node", "cluster", "step", "severity", "status", "since", "until", "cost_gpu_h", "why",
-                  "command", "node_link", "findings_link", "scheduler", "priority", "out_budget"),
+    # The columns an operator acts on first, so a narrow screen still shows them.
+    linked.select("node", "step", "severity", "status", "command", "findings_link", "node_link", "since",
+                  "until", "cost_gpu_h", "why", "cluster", "scheduler", "priority", "out_budget"),
     on_select="rerun",
     selection_mode="single-row",
     key="remediation_table",
