@@ -237,3 +237,18 @@ def test_markdown_escapes_html_and_link_syntax_in_every_cell(report, name):
     table = table[: next((i for i, line in enumerate(table) if not line.startswith("|")), len(table))]
     columns = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
     assert len(columns) == 1
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/dashboard.md"])
+def test_examples_name_a_cluster_and_job_the_demo_has(doc):
+    # `gpufleet demo` simulates the clusters of pipelines/simulator/model.py and job ids
+    # 700000, 700001, ... (the 64-node week has more than a thousand jobs).
+    import re
+
+    from pipelines.simulator.model import CLUSTERS
+
+    text = (ROOT / doc).read_text()
+    clusters = set(re.findall(r"(?:cluster=|--cluster )([\w-]+)", text)) - {"C", "NAME"}
+    jobs = set(re.findall(r"job=([\w/.-]+)", text))
+    assert clusters and clusters <= {c[0] for c in CLUSTERS}, clusters
+    assert jobs and all(re.fullmatch(r"7\d{5}", j) for j in jobs), jobs
