@@ -29,8 +29,8 @@ raw data changed since the last compute (the derived tables would be out of date
 from __future__ import annotations
 
 import errno
-import json
 import fcntl
+import json
 import os
 import shutil
 import stat

@@ -25,6 +25,12 @@ TABLES = ["node_remediation_history", "node_remediation", "node_cost", "nodes"]
 
 def remediation_plan(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str = "*") -> pl.DataFrame:
     """One row per node with a step recommended during `week` (docs/detection.md "Remediation plan")."""
+    try:
+        require_tables(con, ["cluster_schedulers"])
+    except GpufleetError as missing:
+        require_tables(con, TABLES)  # nothing computed at all: the general hint
+        # Computed by a gpufleet from before the table existed: an unchanged database skips compute.
+        raise GpufleetError(missing.title, "Run `gpufleet compute --force` to build it.") from None
     require_tables(con, TABLES)
     if cluster != "*":
         known = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY cluster").fetchall()]

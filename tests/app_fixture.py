@@ -498,7 +498,7 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
     # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).
-    for step in ("failure_escapes", "checkpoint_advice", "node_cost", "node_remediation"):
+    for step in ("failure_escapes", "checkpoint_advice", "node_cost", "node_remediation", "cluster_schedulers"):
         execute(con, f"derived/{step}", Settings().sql_params())
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")

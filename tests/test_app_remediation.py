@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import polars as pl
 import pytest
 
@@ -53,6 +54,7 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for table in ("jobs", "job_attempts"):
         con.execute(f"UPDATE {table} SET job_id = ? WHERE job_id = 'j-100'", [SLURM_JOB])
     execute(con, "derived/node_remediation", {**Settings().sql_params(), "det_max_out_share": 0.5})
+    execute(con, "derived/cluster_schedulers")
     con.close()
     return path
 
@@ -68,7 +70,7 @@ def test_the_page_lists_every_node_with_a_step_most_severe_then_costliest(use_db
     no_errors(at)
     table = at.dataframe[0].value
     assert table[["node", "step", "severity", "status"]].values.tolist() == [list(r[:4]) for r in EXPECTED_W48]
-    assert [None if c is None or c != c else c for c in table["command"]] == [r[4] for r in EXPECTED_W48]
+    assert [None if pd.isna(c) else c for c in table["command"]] == [r[4] for r in EXPECTED_W48]
     assert table["cost_gpu_h"].round(3).tolist() == [28.0, 0.158, 28.0]
     assert table["node_link"].tolist()[1] == "/nodes?node=gpu-003&week=2026-W48"
     assert table["findings_link"].tolist()[1] == "/anomalies?week=2026-W48&node=gpu-003"

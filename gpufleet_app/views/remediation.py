@@ -19,10 +19,11 @@ STATUS_HELP = (
 st.title("Remediation")
 filters = ui.week_and_cluster()
 ui.stale_notice()
-if not ui.has_table("node_remediation_history") or not ui.has_table("node_remediation"):
+missing = [t for t in ("node_remediation_history", "node_remediation", "cluster_schedulers") if not ui.has_table(t)]
+if missing:
     raise ui.NothingToShow(
-        "The database has no remediation tables yet (`node_remediation_history`).",
-        "Run `gpufleet compute` to build them.",
+        f"The database has no `{missing[0]}` table yet (computed by a newer gpufleet).",
+        "Run `gpufleet compute --force` to build it.",
     )
 
 plan = data.query("remediation_plan", **filters.params())

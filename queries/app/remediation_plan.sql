@@ -11,11 +11,8 @@
 --   priority, out_budget, cluster_nodes  node_remediation's place in the queue and the budget
 --                (floor(max_out_share x cluster nodes)) for steps still in force
 --   cost_gpu_h   node_cost.lost_gpu_h of the week (GPU-hours jobs lost because of the node), 0 without
---   scheduler    `kubernetes`, `slurm` or `unknown`, per cluster, as seen in the data (first match):
---                kubernetes when a node of the cluster reports a kubelet condition (`Ready` with a
---                reason starting `Kubelet`, as kube-state-metrics passes it on) or a job that ran on
---                its nodes has a Kubernetes id (`<namespace>/<name>`); slurm when such a job has a
---                Slurm id (digits, with `_N` for an array task or `+N` for a heterogeneous part)
+--   scheduler    `kubernetes`, `slurm` or `unknown`: the cluster's, as the data shows it
+--                (cluster_schedulers, queries/derived/cluster_schedulers.sql)
 --   command      for a step from cordon up still in force on a known scheduler (else NULL):
 --                kubernetes cordon: `kubectl cordon NODE`; drain and above (reset_gpu, reboot, replace
 --                are done on a node without work): `kubectl drain NODE --ignore-daemonsets
@@ -45,29 +42,6 @@ history AS (
     WHERE since < $week_end AND node IN (SELECT node FROM in_week)
     GROUP BY node
 ),
-kubelet_clusters AS (
-    SELECT DISTINCT n.cluster
-    FROM node_conditions c JOIN nodes n USING (node)
-    WHERE c.condition = 'Ready' AND c.reason LIKE 'Kubelet%'
-),
-job_clusters AS (
-    SELECT n.cluster,
-           bool_or(contains(a.job_id, '/')) AS kubernetes_jobs,
-           bool_or(regexp_full_match(a.job_id, '[0-9]+([_+][0-9]+)?')) AS slurm_jobs
-    FROM job_attempts a
-    CROSS JOIN unnest(a.nodes) AS u(node)
-    JOIN nodes n ON n.node = u.node
-    GROUP BY n.cluster
-),
-schedulers AS (
-    SELECT n.cluster,
-           CASE WHEN k.cluster IS NOT NULL OR coalesce(j.kubernetes_jobs, false) THEN 'kubernetes'
-                WHEN coalesce(j.slurm_jobs, false) THEN 'slurm'
-                ELSE 'unknown' END AS scheduler
-    FROM (SELECT DISTINCT cluster FROM nodes) n
-    LEFT JOIN kubelet_clusters k USING (cluster)
-    LEFT JOIN job_clusters j USING (cluster)
-),
 plan AS (
     SELECT w.node, coalesce(w.cluster, n.cluster) AS cluster, w.step, l.step_no, w.since, w.until,
            w.severity, w.why, array_to_string(w.anomaly_ids, ',') AS anomaly_ids,
@@ -88,7 +62,7 @@ plan AS (
     LEFT JOIN nodes n USING (node)
     LEFT JOIN node_remediation r USING (node)
     LEFT JOIN node_cost c ON c.node = w.node AND c.week = $week
-    LEFT JOIN schedulers s ON s.cluster = coalesce(w.cluster, n.cluster)
+    LEFT JOIN cluster_schedulers s ON s.cluster = coalesce(w.cluster, n.cluster)
     LEFT JOIN history h USING (node)
     WHERE w.newest = 1
 )
