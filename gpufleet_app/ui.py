@@ -26,6 +26,7 @@ NODES = PAGES_DIR / "nodes.py"
 JOBS = PAGES_DIR / "jobs.py"
 ANOMALIES = PAGES_DIR / "anomalies.py"
 TELEMETRY = PAGES_DIR / "telemetry.py"
+REMEDIATION = PAGES_DIR / "remediation.py"
 
 
 class NothingToShow(GpufleetError):

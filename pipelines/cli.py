@@ -548,6 +548,37 @@ def report(
     console.print(f"Wrote {out_file}")
 
 
+@app.command()
+def remediation(
+    ctx: typer.Context,
+    week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
+    fmt: Annotated[str, typer.Option("--format", help="json or csv.")] = "json",
+    out_file: Annotated[Path | None, typer.Option("--out", help="File to write (default: stdout).")] = None,
+    cluster: Annotated[str, typer.Option(help="A cluster, or * for all clusters.")] = "*",
+) -> None:
+    """The week's remediation plan: every node with a recommended step, why, since when, granted or
+    waiting under the disruption budget, and the command an operator would run (kubectl cordon/drain,
+    scontrol update ... State=DRAIN). Dry run only: gpufleet never acts on a cluster; it writes the plan."""
+    from pipelines.remediation import FORMATS, remediation_plan, render_plan
+    from pipelines.report import open_read_only, write_atomically
+    from pipelines.weeks import parse_week
+
+    if fmt not in FORMATS:
+        raise GpufleetError(f"Unknown format `{fmt}`.", f"Use one of: {', '.join(FORMATS)}.")
+    iso_week = parse_week(week)
+    con = open_read_only(ctx.obj.db)
+    try:
+        text = render_plan(remediation_plan(con, iso_week, cluster), fmt, iso_week, cluster)
+        _warn_if_stale(con)
+    finally:
+        con.close()
+    if out_file is None:
+        sys.stdout.write(text)
+        return
+    write_atomically(out_file, text)
+    console.print(f"Wrote {out_file}")
+
+
 def _db_origin(explicit: str | None) -> str:
     if explicit:
         return "--db"

@@ -42,6 +42,7 @@ def _steps() -> list[Step]:
         # Read by most steps below: "now" (the data horizon) and who ran where.
         Step("data_horizon"),
         Step("attempt_clusters"),
+        Step("cluster_schedulers"),  # which scheduler runs each cluster: the remediation plan's commands
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),

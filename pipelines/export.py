@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import shutil
 import stat
@@ -70,6 +71,8 @@ EXPORT_TABLES: dict[str, tuple[str, ...]] = {
 STAGING_PREFIX = ".staging-"
 PARTIAL_SUFFIX = ".partial"
 LOCK_NAME = ".export.lock"
+SCHEMA_NAME = "schema.json"
+"""CSV exports: `<out>/<table>/schema.json` maps each column in the files to its DuckDB type."""
 LAKE_MARKER = ".gpufleet-lake"
 """The file that says a folder is a gpufleet export lake (so a re-export may write into it)."""
 _NOFOLLOW_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -227,11 +230,41 @@ def _stage(
                "FILENAME_PATTERN 'data_{i}'"]
     if fmt == "csv":
         options.append("HEADER true")
+        columns = _file_columns(con, sql, params, table)
+        text = [name for name, type_name in columns.items() if type_name == "VARCHAR"]
+        if text:
+            # Quoted, a text value such as job id `007` reads back as text, not as the number 7.
+            options.append(f"FORCE_QUOTE ({', '.join(_sql_identifier(c) for c in text)})")
     target = _sql_string(str(staging / table))
     # The query text comes from queries/export/; values are bound parameters.
     rows = con.execute(f"COPY ({sql.rstrip().rstrip(';')}) TO {target} ({', '.join(options)})",
                        params).fetchall()
+    if fmt == "csv":
+        (staging / table).mkdir(parents=True, exist_ok=True)
+        (staging / table / (SCHEMA_NAME + PARTIAL_SUFFIX)).write_text(json.dumps(columns, indent=1) + "\n")
     return int(rows[0][0]) if rows else 0
+
+
+def _file_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict, table: str) -> dict[str, str]:
+    """The DuckDB type of each column a CSV file holds (the partition columns are in the folder names)."""
+    described = con.execute(f"SELECT * FROM ({sql.rstrip().rstrip(';')}) AS q LIMIT 0", params).description
+    return {name: str(type_) for name, type_, *_ in described if name not in EXPORT_TABLES[table]}
+
+
+def _sql_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _publish_schema(staging: Path, out_fd: int, out: Path, table: str) -> None:
+    """Rename a CSV export's `schema.json` into `<out>/<table>/` (over a planted link, never through it)."""
+    staged = staging / table / (SCHEMA_NAME + PARTIAL_SUFFIX)
+    if not staged.exists():
+        return
+    table_fd = _open_dir(table, out_fd, out / table, create=True)
+    try:
+        os.replace(staged, SCHEMA_NAME, dst_dir_fd=table_fd)
+    finally:
+        os.close(table_fd)
 
 
 def _publish(staging: Path, out_fd: int, out: Path, table: str, week: IsoWeek) -> tuple[int, int]:
@@ -362,6 +395,7 @@ def _export_locked(
         results = []
         for table in names:
             written, removed = _publish(staging, out_fd, out, table, week)
+            _publish_schema(staging, out_fd, out, table)
             results.append(ExportResult(table, rows[table], written, removed))
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -321,10 +321,19 @@ def _anomalies() -> pl.DataFrame:
 
 
 def _remediation_history() -> pl.DataFrame:
-    """What the ladder recommended: gpu-001's XID (a-1) called for reset_gpu while it was open."""
+    """What the ladder recommended while each finding of `_anomalies` was open (a-N): gpu-001's XID
+    called for reset_gpu; gpu-000's throttling is watched (still open); gpu-002's telemetry gap was
+    watched in W47; gpu-003's straggler rank called for cordon, then its flapping condition for drain
+    (still open)."""
     return pl.DataFrame(
         [("gpu-001", "c1", "reset_gpu", ts(25, 10), ts(25, 12.5), "critical",
-          "xid 79 on gpu 3 (critical) -> reset_gpu", ["a-1"])],
+          "xid 79 on gpu 3 (critical) -> reset_gpu", ["a-1"]),
+         ("gpu-000", "c1", "watch", ts(26), None, "warn", "thermal_throttle on gpu 5 (warn) -> watch", ["a-2"]),
+         ("gpu-002", "c2", "watch", ts(17, 3), ts(17, 3.5), "info", "telemetry_gap on gpu 0 (info) -> watch",
+          ["a-4"]),
+         ("gpu-003", "c2", "cordon", ts(27, 0.1), ts(27, 4), "warn",
+          "straggler on gpu 3 (job j-103 rank 11) (warn) -> cordon", ["a-3"]),
+         ("gpu-003", "c2", "drain", ts(28, 6), None, "critical", "condition_flap (critical) -> drain", ["a-5"])],
         orient="row", schema={"node": pl.String, "cluster": pl.String, "step": pl.String,
                               "since": pl.Datetime("us", "UTC"), "until": pl.Datetime("us", "UTC"),
                               "severity": pl.String, "why": pl.String, "anomaly_ids": pl.List(pl.String)})
@@ -489,7 +498,7 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
     # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).
-    for step in ("failure_escapes", "checkpoint_advice", "node_cost"):
+    for step in ("failure_escapes", "checkpoint_advice", "node_cost", "node_remediation", "cluster_schedulers"):
         execute(con, f"derived/{step}", Settings().sql_params())
     con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
                 "['nodes'], 1, 1)")

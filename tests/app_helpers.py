@@ -18,6 +18,7 @@ PAGES = {
     "jobs": "gpufleet_app/views/jobs.py",
     "anomalies": "gpufleet_app/views/anomalies.py",
     "telemetry": "gpufleet_app/views/telemetry.py",
+    "remediation": "gpufleet_app/views/remediation.py",
 }
 
 

@@ -111,3 +111,19 @@ def test_names_in_charts_are_text(app_db: Path, tmp_path: Path, monkeypatch: pyt
     hovers = [str(v) for trace in figure["data"] for v in trace.get("customdata") or []]
     assert any("&lt;a href='http://evil.example'&gt;click&lt;/a&gt;" in h for h in hovers)
     assert not any("<a " in h for h in hovers)
+
+
+def test_the_remediation_page_shows_findings_and_links_as_text(
+        use_db: Path, app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `why` comes from the findings (their kind, evidence): shown under the table as Markdown.
+    check(open_page("remediation", cluster=CRAFTED[0], week="2026-W48"))
+    db = tmp_path / "fleet.duckdb"
+    shutil.copy(app_db, db)
+    con = duckdb.connect(str(db))
+    crafted = "[Session expired](http://evil.example/login) <img src=http://evil.example/p.png>"
+    con.execute("UPDATE node_remediation_history SET why = ? WHERE node = 'gpu-001'", [crafted])
+    con.close()
+    monkeypatch.setenv("GPUFLEET_DB", str(db))
+    at = open_page("remediation", week="2026-W48")
+    check(at)
+    assert f"**Why:** {escape_markdown(crafted)}" in [m.value for m in at.markdown]

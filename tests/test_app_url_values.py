@@ -31,6 +31,8 @@ def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("nodes", {"node": "gpu-001", "metric": "DCGM_FI_BOGUS"}, "Unknown DCGM field “DCGM\\_FI\\_BOGUS”"),
         ("nodes", {"node": "gpu-999"}, "Node “gpu-999” is not in the fleet inventory"),
         ("jobs", {"job": "j-999"}, "Job “j-999” is not in the database"),
+        ("anomalies", {"node": "gpu-999"}, "Unknown node “gpu-999” in the link; showing every node."),
+        ("remediation", {"cluster": "c9"}, "Unknown cluster “c9”; showing all clusters."),
         (None, {"cluster": "c9"}, "Unknown cluster “c9”; showing all clusters."),
         (None, {"week": "2025-W01"}, "No data for week “2025-W01”"),
     ],
@@ -48,7 +50,7 @@ def test_a_known_url_value_warns_nothing(use_db: Path) -> None:
 
 @pytest.mark.parametrize(("page", "query"), [
     (None, {}), ("nodes", {}), ("nodes", {"node": "gpu-001"}), ("jobs", {}), ("jobs", {"job": "j-103"}),
-    ("anomalies", {}),
+    ("anomalies", {}), ("remediation", {}),
 ])
 def test_every_table_shows_a_missing_value_as_a_dash(use_db: Path, page, query) -> None:
     at = open_page(page, **({"week": "2026-W48"} | query))

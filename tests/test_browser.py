@@ -226,6 +226,22 @@ def test_every_page_renders_with_no_request_leaving_the_machine(server, browser)
     page.close()
 
 
+def test_remediation_page_renders_with_no_request_leaving_the_machine(server, browser) -> None:
+    base, _ = server
+    page, outside = offline_page(browser)
+    page.goto(base + "/remediation?week=2026-W48")
+    page.get_by_role("heading", name="Remediation").wait_for(timeout=30_000)
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+    settle(page)
+    no_exception(page)
+    # The first row's detail under the table: hand-made fleet, gpu-001's XID called for reset_gpu.
+    page.get_by_role("heading", name="gpu-001: reset_gpu (ended)").wait_for(timeout=30_000)
+    assert "cluster=" not in page.url and "week=2026-W48" in page.url
+    screenshot(page, "7-remediation.png")
+    assert outside == []
+    page.close()
+
+
 CRAFTED_WEEK = (
     "2026-W48) [Session expired, click to log in again](http://evil.example/login) "
     "![pixel](http://evil.example/pixel.png) <img src=http://evil.example/i.png> www.evil.example"

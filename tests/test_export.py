@@ -320,3 +320,32 @@ def test_lake_always_equals_the_view(tmp_path_factory, runs):
             ).fetchall(), key=repr,
         ) if files else []
         assert back == expected
+
+
+def test_csv_text_reads_back_as_text_in_duckdb_and_polars(fixture_db, tmp_path):
+    # Job ids that look like numbers (`001` .. `005`, from j1 .. j5) must come back as written,
+    # not as the integers 1 .. 5: text columns are quoted (DuckDB's reader keeps quoted values
+    # as text) and `<table>/schema.json` gives their types (for readers such as polars).
+    import json
+
+    import polars as pl
+
+    con = connect(fixture_db)
+    con.execute("UPDATE job_outcomes SET job_id = '00' || substr(job_id, 2)")
+    con.close()
+    ro = connect(fixture_db, read_only=True)
+    try:
+        out = tmp_path / "lake"
+        export_week(ro, W48, out, "csv", ["job_outcomes"])
+        back = ro.sql(f"SELECT job_id FROM read_csv('{out}/job_outcomes/**/*.csv', hive_partitioning = true)")
+        assert back.types == ["VARCHAR"]
+        assert sorted(r[0] for r in back.fetchall()) == ["001", "002", "003", "004", "005"]
+    finally:
+        ro.close()
+    schema = json.loads((out / "job_outcomes" / "schema.json").read_text())
+    assert schema["job_id"] == "VARCHAR" and "week" not in schema  # a partition column is in the path
+    text = {column: pl.String for column, type_name in schema.items() if type_name == "VARCHAR"}
+    (file,) = (out / "job_outcomes").glob("week=*/*.csv")
+    frame = pl.read_csv(file, schema_overrides=text)
+    assert sorted(frame["job_id"].to_list()) == ["001", "002", "003", "004", "005"]
+    assert frame.columns == list(schema)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -69,3 +70,22 @@ def test_a_broken_view_breaks_the_notebook(fleet_db, tmp_path, monkeypatch):
     con.close()
     with pytest.raises(CellExecutionError, match="goodput"):
         run_notebook(ROOT / "notebooks" / "weekly_review.ipynb", broken, monkeypatch, tmp_path)
+
+
+DOC_REFERENCE = re.compile(r"(?:docs/[\w.-]+\.md|README\.md)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_document_a_notebook_cites_exists(path):
+    cited = set(DOC_REFERENCE.findall(path.read_text()))
+    assert cited, "the notebook points at no documentation"
+    missing = sorted(c for c in cited if not (ROOT / c).is_file())
+    assert not missing, f"{path.name} cites missing files: {missing}"
+
+
+def test_the_documented_headless_run_keeps_the_output():
+    # `jupyter execute NOTEBOOK` alone runs it and prints nothing: the README must save the output.
+    readme = (ROOT / "README.md").read_text()
+    commands = [line for line in readme.splitlines() if "jupyter execute" in line and not line.startswith("`")]
+    assert commands and all("--output" in c or "--inplace" in c for c in commands), commands
+    assert "pip install -e '.[dev]'" in readme and "pip install 'gpufleet[dev]'" not in readme

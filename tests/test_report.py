@@ -181,7 +181,7 @@ def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
     assert "not an ISO week" in result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("command", ["report", "export"])
+@pytest.mark.parametrize("command", ["report", "export", "remediation"])
 def test_every_option_is_documented(command):
     import typer
 
@@ -238,3 +238,18 @@ def test_markdown_escapes_html_and_link_syntax_in_every_cell(report, name):
     table = lines[start:end]
     columns = {len(re.findall(r"(?<!\\)\|", line)) for line in table}
     assert len(columns) == 1
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/dashboard.md"])
+def test_examples_name_a_cluster_and_job_the_demo_has(doc):
+    # `gpufleet demo` simulates the clusters of pipelines/simulator/model.py and job ids
+    # 700000, 700001, ... (the 64-node week has more than a thousand jobs).
+    import re
+
+    from pipelines.simulator.model import CLUSTERS
+
+    text = (ROOT / doc).read_text()
+    clusters = set(re.findall(r"(?:cluster=|--cluster )([\w-]+)", text)) - {"C", "NAME"}
+    jobs = set(re.findall(r"job=([\w/.-]+)", text))
+    assert clusters and clusters <= {c[0] for c in CLUSTERS}, clusters
+    assert jobs and all(re.fullmatch(r"7\d{5}", j) for j in jobs), jobs

@@ -3,7 +3,7 @@
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import data, ui
+from gpufleet_app import data, fmt, ui
 
 SEVERITIES = ["*", "critical", "warn", "info"]
 STATUSES = {"*": "Open and closed", "open": "Open", "closed": "Closed"}
@@ -28,8 +28,17 @@ status = right.selectbox("Status", list(STATUSES), index=status_at,
 ui.set_url(severity=None if severity == "*" else severity, kind=None if kind == "*" else kind,
            status=None if status == "*" else status)
 
+# `node` comes from links (the Remediation page's "findings"); there is no picker for it.
+node = ui.url_param("node")
+if node is not None and node not in set(data.query("node_names")["node"].to_list()):
+    st.warning(f"Unknown node “{fmt.text(node)}” in the link; showing every node.")
+    node = None
+ui.set_url(node=node)
+if node is not None:
+    st.caption(f"Findings on node {fmt.text(node)} only (from the link).")
+
 rows = data.query("anomaly_list", **filters.params(), severity=severity, kind=kind, status=status,
-                  node="*", job="*", all_time=False)
+                  node=node or "*", job="*", all_time=False)
 if rows.is_empty():
     st.success(f"No anomalies match in {filters.week} ({filters.cluster_label}).")
 else:

@@ -159,7 +159,8 @@ class PrometheusSettings:
     )
     nic_expected_label: str = "label_gpufleet_io_nic_expected"
     nic_expected_by_instance_type: dict[str, NonNegativeInt] = field(default_factory=dict)
-    """Links each instance type should have up, e.g. `{"p5.48xlarge" = 32}`."""
+    """Links each instance type should have up. Empty by default (no type is checked); an example
+    to fill in, not a default: `{"p5.48xlarge" = 32}` (EFA adapters of a p5)."""
     inventory_lookback_s: PositiveInt = 3600
     """The node inventory is the newest label set seen this long before the end."""
     node_metrics: dict[str, dict[str, str]] = field(default_factory=lambda: dict(DEFAULT_NODE_METRICS))
