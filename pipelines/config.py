@@ -133,7 +133,8 @@ class DetectionSettings:
     repeat_offender_action: str = "cordon"
     """The ladder step (at least) for a repeat-offender straggler host."""
     straggler_peer_z: float = 3.5
-    """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
+    """A straggler's median ratio must also be an outlier (robust z) among its job's other ranks
+    that are not slow over the same steps."""
     straggler_candidate_z: float = 2.5
     """Unused since stragglers are episodes; kept so existing config files still load."""
     straggler_min_mad: float = 0.005

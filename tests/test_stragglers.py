@@ -281,3 +281,38 @@ def test_slowdowns_shared_by_every_rank_give_no_episode(seed, ranks, noise):
         "end_ts": [T0] * (steps * ranks), "step_s": 10.0,
     })
     assert attempt_episodes(frame, EpisodeParams()) is None
+
+
+def _groups_ratio(levels: list[float], slow_from: int, slow: dict[int, float], rows: int = 120) -> np.ndarray:
+    """A rows x ranks ratio matrix against the plain step median: rank r runs at levels[r] (x
+    slow[r] from row `slow_from`), with +-0.5 % deterministic per-step wobble."""
+    wobble = 1 + 0.005 * np.sin(np.arange(rows)[:, None] * 1.3 + np.arange(len(levels)))
+    times = np.tile(np.asarray(levels, dtype=float), (rows, 1)) * wobble
+    for rank, factor in slow.items():
+        times[slow_from:, rank] *= factor
+    return times / np.median(times, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "levels, slow, expected",
+    [
+        # Real-trace shape (PAI job 3): ranks 0-1 steadily 1.09x, ranks 2-9 1.0x, ranks 6-9 1.25x
+        # from row 60. Rows 0-59: step median 1.0, ranks 0-1 ratio 1.09. From row 60 the times are
+        # 1.0 x4, 1.09 x2, 1.25 x4: step median 1.09, ratios 0.917 (2-5), 1.0 (0-1), 1.147 (6-9).
+        # Among ALL ranks' medians (centre 1.0, MAD 0.083) rank 6 is z = 0.147 / (1.4826 x 0.083)
+        # = 1.2: missed. Among the others not slow there (0.917 x4, 1.0 x2: centre 0.917, MAD 0,
+        # floored at 0.005) z = 0.23 / 0.0074 = 31: found from row 60. Ranks 0-1 run at the step
+        # median from row 60: their episode ends at row 59.
+        ([1.09, 1.09, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], {6: 1.25, 7: 1.25, 8: 1.25, 9: 1.25},
+         [(0, 0, 59), (1, 0, 59), (6, 60, 119), (7, 60, 119), (8, 60, 119), (9, 60, 119)]),
+        # Ranks spread evenly over 0.95-1.10 (like PAI job 1's first 600 iterations): ratios
+        # 0.927-1.073. The slowest is above 1.02, but the others not slow (0.927-1.008: centre
+        # 0.967, MAD 0.0245) make it z = 0.106 / (1.4826 x 0.0245) = 2.9 < 3.5: nothing found.
+        (list(np.linspace(0.95, 1.10, 10)), {}, []),
+    ],
+)
+def test_peer_test_against_the_ranks_not_slow(levels, slow, expected):
+    from pipelines.episodes import EpisodeParams, detect_episodes
+
+    found = detect_episodes(_groups_ratio(levels, 60, slow), EpisodeParams())
+    assert [(e.column, e.first_row, e.last_row) for e in found] == expected
