@@ -316,3 +316,31 @@ def test_peer_test_against_the_ranks_not_slow(levels, slow, expected):
 
     found = detect_episodes(_groups_ratio(levels, 60, slow), EpisodeParams())
     assert [(e.column, e.first_row, e.last_row) for e in found] == expected
+
+
+def test_half_the_ranks_slow_get_the_median_of_the_others_as_reference():
+    # Ranks 5-9 of 10 1.1x slow for rows 60-119 of 120. There the step median is the mean of a
+    # fast and a slow rank (1.05), so the slow ranks' ratio is 1.1 / 1.05 = 1.048 and the fast
+    # ranks' 0.952: among the fast peers (MAD ~0, floored) the slow ranks stand out and are found.
+    # Five of ten ranks are then in an episode at each of those rows, so the reference there
+    # becomes the median of the other five (1.0) and the episodes are re-measured at 1.10.
+    import polars as pl
+
+    from pipelines.episodes import EpisodeParams, attempt_episodes
+
+    rows, ranks = 120, 10
+    wobble = 1 + 0.005 * np.sin(np.arange(rows)[:, None] * 1.3 + np.arange(ranks))
+    times = 10.0 * wobble
+    times[60:, 5:] *= 1.1
+    ratio = times / np.median(times, axis=1, keepdims=True)
+    frame = pl.DataFrame({
+        "job_id": "j", "attempt": 0,
+        "step": np.tile(np.arange(rows), ranks), "rank": np.repeat(np.arange(ranks), rows),
+        "node": "n1", "gpu": 0,
+        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
+        "end_ts": [T0] * (rows * ranks), "step_s": 10.0,
+    })
+    found = attempt_episodes(frame, EpisodeParams())
+    assert found is not None
+    assert found.select("rank", "first_step", "last_step").rows() == [(r, 60, 119) for r in range(5, 10)]
+    assert found["median_ratio"].to_list() == pytest.approx([1.1] * 5, abs=0.005)
