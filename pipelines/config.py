@@ -137,7 +137,8 @@ class DetectionSettings:
     repeat_offender_action: Literal["watch", "cordon", "drain", "reset_gpu", "reboot", "replace"] = "cordon"
     """The ladder step (at least) for a repeat-offender straggler host."""
     straggler_peer_z: PositiveFloat = 3.5
-    """A straggler's median ratio must also be an outlier among its job's ranks (robust z)."""
+    """A straggler's median ratio must also be an outlier (robust z) among its job's other ranks
+    that are not slow over the same steps."""
     straggler_candidate_z: PositiveFloat = 2.5
     """Unused since stragglers are episodes; kept so existing config files still load."""
     straggler_min_mad: NonNegativeFloat = 0.005

@@ -13,12 +13,15 @@ congested switch port at busy hours, a noisy neighbour). Per attempt this module
    (`changepoint.binary_segmentation`, penalty `episode_penalty` x noise variance x ln n per
    change point), so a spell that starts and ends gives two change points;
 4. keeps the segments in which the rank is slow (median ratio above the straggler ratio) and an
-   outlier among all ranks over those same steps (robust z of the ranks' medians >=
-   `straggler_peer_z`, MAD floored at `straggler_min_mad`); adjacent slow segments are one
-   episode;
-5. when an attempt has episodes, recomputes the reference as the median of the ranks NOT in an
-   episode at that step and repeats 2-4: with 4 of 10 ranks slow at once the plain median moves
-   toward the slow ones, the median of the others does not.
+   outlier among its peers over those same steps: robust z >= `straggler_peer_z` against the
+   median and MAD (floored at `straggler_min_mad`) of the other ranks that are not slow there
+   (median ratio at most the straggler ratio; the lower half of the others when fewer than three
+   are left), so 4 slow ranks of 10 and fast ranks that differ among themselves neither pull the
+   centre up nor widen the scale; adjacent slow segments are one episode;
+5. where at least half of a step's ranks are in an episode (there the plain median sits among
+   the slow ranks), takes the median of the ranks NOT in an episode as that step's reference
+   and repeats 2-4; with fewer slow ranks the plain median stays among the others and is kept
+   (dropping the slowest of ranks that differ a few percent would pull it below the bulk).
 
 Each episode: first and last step, its median ratio and peer z, its drag and whether it runs
 to the attempt's last logged step (then the straggler finding stays open with the attempt).
@@ -27,6 +30,7 @@ to the attempt's last logged step (then the straggler finding stays open with th
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -63,7 +67,7 @@ class EpisodeParams:
     ratio_threshold: float = 1.02
     """A rank is slow in a segment whose median ratio exceeds this (stragglers.median_ratio_threshold)."""
     peer_z: float = 3.5
-    """... and whose median is this far out among all ranks' medians over the same steps (robust z)."""
+    """... and whose median is this far out (robust z) among the other ranks not slow there."""
     min_mad: float = 0.005
     """Floor of the ranks' MAD in that robust z."""
     min_segment: int = 10
@@ -111,15 +115,25 @@ def _column_medians(matrix: np.ndarray) -> np.ndarray:
         return np.nanmedian(matrix, axis=0)
 
 
-def _robust_z(window: np.ndarray, column: int, min_mad: float) -> tuple[float, float]:
-    """(median ratio of `column`, its robust z among the columns' medians) over `window` rows."""
+def _robust_z(window: np.ndarray, column: int, min_mad: float,
+              ratio_threshold: float) -> tuple[float, float]:
+    """(median ratio of `column`, its robust z among its peers' medians) over `window` rows.
+
+    The peers are the other ranks that are not slow over those rows (median ratio at most
+    `ratio_threshold`), so several ranks slow at once neither pull the centre up nor widen the
+    scale; when fewer than three such ranks are left, the lower half of the other ranks.
+    """
     medians = _column_medians(window)
-    present = medians[~np.isnan(medians)]
     mine = float(medians[column])
-    if present.size < 3 or math.isnan(mine):
+    others = np.delete(medians, column)
+    others = others[~np.isnan(others)]
+    if others.size < 2 or math.isnan(mine):
         return mine, float("nan")
-    center = float(np.median(present))
-    mad = float(np.median(np.abs(present - center)))
+    peers = others[others <= ratio_threshold]
+    if peers.size < 3:
+        peers = np.sort(others)[: max(2, (others.size + 1) // 2)]
+    center = float(np.median(peers))
+    mad = float(np.median(np.abs(peers - center)))
     return mine, (mine - center) / (1.4826 * max(mad, min_mad))
 
 
@@ -151,8 +165,8 @@ def detect_episodes(ratio: np.ndarray, p: EpisodeParams) -> list[Episode]:
                                    min_segment=p.min_segment)
         bounds = [0, *cuts, n]
         slow = []
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad)
+        for a, b in itertools.pairwise(bounds):
+            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
             slow.append(m > p.ratio_threshold and z >= p.peer_z)
         i = 0
         while i < len(slow):
@@ -163,21 +177,29 @@ def detect_episodes(ratio: np.ndarray, p: EpisodeParams) -> list[Episode]:
             while j + 1 < len(slow) and slow[j + 1]:
                 j += 1
             a, b = bounds[i], bounds[j + 1]
-            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad)  # merged: joint statistics
+            # merged: joint statistics
+            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
             if b - a >= p.min_segment:
                 out.append(Episode(c, int(index[a]), int(index[b - 1]), b - a, a, b - 1, m, z))
             i = j + 1
     return out
 
 
-def _reference_without_episodes(times: np.ndarray, episodes: list[Episode]) -> np.ndarray:
-    """Per step: the median time of the ranks not in an episode (all ranks where none is left)."""
+def _reference_without_episodes(times: np.ndarray, episodes: list[Episode]) -> np.ndarray | None:
+    """Per step: the median time of the ranks not in an episode where at least half of the step's
+    ranks are in one (there the plain median sits among the slow ranks), the plain median
+    elsewhere; None when no step has that many ranks in an episode."""
     masked = times.copy()
     for e in episodes:
         masked[e.first_row: e.last_row + 1, e.column] = np.nan
+    present = (~np.isnan(times)).sum(axis=1)
+    in_episode = present - (~np.isnan(masked)).sum(axis=1)
+    crowded = (2 * in_episode >= present) & (in_episode > 0)
+    if not crowded.any():
+        return None
     reference = _column_medians(masked.T)
-    fallback = _column_medians(times.T)
-    return np.where(np.isnan(reference), fallback, reference)
+    plain = _column_medians(times.T)
+    return np.where(crowded & ~np.isnan(reference), reference, plain)
 
 
 def attempt_episodes(times: pl.DataFrame, p: EpisodeParams) -> pl.DataFrame | None:
@@ -204,8 +226,8 @@ def attempt_episodes(times: pl.DataFrame, p: EpisodeParams) -> pl.DataFrame | No
     ratio = np.full(shape, np.nan)
     ratio[row, col] = times["ratio"].cast(pl.Float64).to_numpy()
     episodes = detect_episodes(ratio, p)
-    if episodes:
-        reference = _reference_without_episodes(time_s, episodes)
+    reference = _reference_without_episodes(time_s, episodes) if episodes else None
+    if reference is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = time_s / np.where(reference > 0, reference, np.nan)[:, None]
         episodes = detect_episodes(ratio, p)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 
 import numpy as np
@@ -79,13 +80,14 @@ def job_fleet(slow: dict[int, tuple[int, float]], spread: list[float] | None = N
             for first, last, spell_factor in (spells or {}).get(rank, []):
                 if first <= step <= last:
                     factor *= spell_factor
-            compute_s = 9.0 * factor * (1 + 0.005 * np.sin(step * 1.3 + rank))
+            # 7.5 s busy of each 10 s step: a rank 1.3x slow is still busy for less than the step
+            # (the landing contract rejects busy time above the step's wall time).
+            compute_s = 7.5 * factor * (1 + 0.005 * np.sin(step * 1.3 + rank))
             fleet.steps.append({
                 "job_id": job_id, "attempt": 0, "step": step, "rank": rank,
                 "node": nodes[rank // 8], "gpu": rank % 8,
                 "end_ts": start + dt.timedelta(seconds=10 * (step + 1)),
-                # a step's wall time is at least its busy time (a slow spell stretches it)
-                "step_s": max(10.0, float(compute_s)), "compute_s": float(compute_s),
+                "step_s": 10.0, "compute_s": float(compute_s),
             })
     end = start + dt.timedelta(seconds=10 * steps)
     fleet.jobs.append({"job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
@@ -203,7 +205,7 @@ def test_change_points_leave_min_segments(n, seed, shift):
     cuts = binary_segmentation(x, penalty=8 * 0.01**2 * np.log(n), min_segment=10)
     bounds = [0, *cuts, n]
     assert cuts == sorted(cuts)
-    assert all(b - a >= 10 for a, b in zip(bounds[:-1], bounds[1:]))
+    assert all(b - a >= 10 for a, b in itertools.pairwise(bounds))
 
 
 def episode_rows(con) -> list[tuple]:
@@ -280,3 +282,66 @@ def test_slowdowns_shared_by_every_rank_give_no_episode(seed, ranks, noise):
         "end_ts": [T0] * (steps * ranks), "step_s": 10.0,
     })
     assert attempt_episodes(frame, EpisodeParams()) is None
+
+
+def _groups_ratio(levels: list[float], slow_from: int, slow: dict[int, float], rows: int = 120) -> np.ndarray:
+    """A rows x ranks ratio matrix against the plain step median: rank r runs at levels[r] (x
+    slow[r] from row `slow_from`), with +-0.5 % deterministic per-step wobble."""
+    wobble = 1 + 0.005 * np.sin(np.arange(rows)[:, None] * 1.3 + np.arange(len(levels)))
+    times = np.tile(np.asarray(levels, dtype=float), (rows, 1)) * wobble
+    for rank, factor in slow.items():
+        times[slow_from:, rank] *= factor
+    return times / np.median(times, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "levels, slow, expected",
+    [
+        # Real-trace shape (PAI job 3): ranks 0-1 steadily 1.09x, ranks 2-9 1.0x, ranks 6-9 1.25x
+        # from row 60. Rows 0-59: step median 1.0, ranks 0-1 ratio 1.09. From row 60 the times are
+        # 1.0 x4, 1.09 x2, 1.25 x4: step median 1.09, ratios 0.917 (2-5), 1.0 (0-1), 1.147 (6-9).
+        # Among ALL ranks' medians (centre 1.0, MAD 0.083) rank 6 is z = 0.147 / (1.4826 x 0.083)
+        # = 1.2: missed. Among the others not slow there (0.917 x4, 1.0 x2: centre 0.917, MAD 0,
+        # floored at 0.005) z = 0.23 / 0.0074 = 31: found from row 60. Ranks 0-1 run at the step
+        # median from row 60: their episode ends at row 59.
+        ([1.09, 1.09, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], {6: 1.25, 7: 1.25, 8: 1.25, 9: 1.25},
+         [(0, 0, 59), (1, 0, 59), (6, 60, 119), (7, 60, 119), (8, 60, 119), (9, 60, 119)]),
+        # Ranks spread evenly over 0.95-1.10 (like PAI job 1's first 600 iterations): ratios
+        # 0.927-1.073. The slowest is above 1.02, but the others not slow (0.927-1.008: centre
+        # 0.967, MAD 0.0245) make it z = 0.106 / (1.4826 x 0.0245) = 2.9 < 3.5: nothing found.
+        (list(np.linspace(0.95, 1.10, 10)), {}, []),
+    ],
+)
+def test_peer_test_against_the_ranks_not_slow(levels, slow, expected):
+    from pipelines.episodes import EpisodeParams, detect_episodes
+
+    found = detect_episodes(_groups_ratio(levels, 60, slow), EpisodeParams())
+    assert [(e.column, e.first_row, e.last_row) for e in found] == expected
+
+
+def test_half_the_ranks_slow_get_the_median_of_the_others_as_reference():
+    # Ranks 5-9 of 10 1.1x slow for rows 60-119 of 120. There the step median is the mean of a
+    # fast and a slow rank (1.05), so the slow ranks' ratio is 1.1 / 1.05 = 1.048 and the fast
+    # ranks' 0.952: among the fast peers (MAD ~0, floored) the slow ranks stand out and are found.
+    # Five of ten ranks are then in an episode at each of those rows, so the reference there
+    # becomes the median of the other five (1.0) and the episodes are re-measured at 1.10.
+    import polars as pl
+
+    from pipelines.episodes import EpisodeParams, attempt_episodes
+
+    rows, ranks = 120, 10
+    wobble = 1 + 0.005 * np.sin(np.arange(rows)[:, None] * 1.3 + np.arange(ranks))
+    times = 10.0 * wobble
+    times[60:, 5:] *= 1.1
+    ratio = times / np.median(times, axis=1, keepdims=True)
+    frame = pl.DataFrame({
+        "job_id": "j", "attempt": 0,
+        "step": np.tile(np.arange(rows), ranks), "rank": np.repeat(np.arange(ranks), rows),
+        "node": "n1", "gpu": 0,
+        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
+        "end_ts": [T0] * (rows * ranks), "step_s": 10.0,
+    })
+    found = attempt_episodes(frame, EpisodeParams())
+    assert found is not None
+    assert found.select("rank", "first_step", "last_step").rows() == [(r, 60, 119) for r in range(5, 10)]
+    assert found["median_ratio"].to_list() == pytest.approx([1.1] * 5, abs=0.005)
