@@ -2,9 +2,10 @@
 
 import polars as pl
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from gpufleet_app import charts, data, fmt, trends, ui
-from gpufleet_app.kpis import ESCAPE_KPIS, KPIS
+from gpufleet_app.kpis import ESCAPE_KPIS, KPIS, Kpi
 
 st.title("Fleet overview")
 filters = ui.week_and_cluster()
@@ -30,22 +31,10 @@ st.caption(
     f"Deltas compare with {filters.week.previous}."
 )
 trend = trends.load(filters)
-for row_start in range(0, len(KPIS), 4):
-    for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
-        value = current.get(kpi.column)
-        column.metric(
-            kpi.label,
-            kpi.value(value),
-            kpi.change(value, previous.get(kpi.column)),
-            delta_color="normal" if kpi.higher_is_better else "inverse",
-            help=kpi.help,
-            border=True,
-            chart_data=trends.sparkline(trend, filters, kpi.column),
-        )
 
-# Escapes: did the checks see the fleet's failures coming?
-st.subheader("Escapes")
-for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
+
+def kpi_card(column: DeltaGenerator, kpi: Kpi, chart_data: list[float] | None = None) -> None:
+    """One KPI: this week's value, the change from the previous week, its sparkline if any."""
     value = current.get(kpi.column)
     column.metric(
         kpi.label,
@@ -54,7 +43,18 @@ for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
         delta_color="normal" if kpi.higher_is_better else "inverse",
         help=kpi.help,
         border=True,
+        chart_data=chart_data,
     )
+
+
+for row_start in range(0, len(KPIS), 4):
+    for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
+        kpi_card(column, kpi, trends.sparkline(trend, filters, kpi.column))
+
+# Escapes: did the checks see the fleet's failures coming?
+st.subheader("Escapes")
+for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
+    kpi_card(column, kpi)
 
 # Daily trends
 daily = data.query("daily_trend", **params)
