@@ -1,7 +1,7 @@
 """The Remediation page and `gpufleet remediation`: the action list, on the hand-made fleet.
 
 The fixture (tests/app_fixture.py) as this test file sets it up:
-- c1 (gpu-000, gpu-001) reports the kubelet's `Ready` condition (reason `KubeletReady`): kubernetes.
+- c1 (gpu-000, gpu-001) reports the kubelet's `Ready` condition: kubernetes.
 - c2 (gpu-002, gpu-003) reports no conditions; job j-100, which ran on gpu-002, is renamed `4711`
   here, a Slurm job id: slurm.
 - the disruption budget is recomputed with max_out_share 0.5: floor(0.5 x 2 nodes) = 1 node per

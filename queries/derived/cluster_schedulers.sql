@@ -1,8 +1,9 @@
 -- cluster_schedulers: which scheduler runs each cluster, as the data shows it (first match), for the
 -- operator's commands of the remediation plan (queries/app/remediation_plan.sql):
---   kubernetes  a node of the cluster reports a kubelet condition (`Ready` with a reason starting
---               `Kubelet`, as kube-state-metrics passes it on), or a job that ran on its nodes has a
---               Kubernetes id (`<namespace>/<name>`, as `ingest kube-jobs` names jobs)
+--   kubernetes  a node of the cluster reports the kubelet's `Ready` condition (kube-state-metrics'
+--               `kube_node_status_condition`; matched by name alone, since that source carries no
+--               reason), or a job that ran on its nodes has a Kubernetes id (`<namespace>/<name>`,
+--               as `ingest kube-jobs` names jobs)
 --   slurm       a job that ran on its nodes has a Slurm id (digits, with `_N` for an array task or
 --               `+N` for a heterogeneous part, as `ingest sacct` lands them)
 --   unknown     neither
@@ -13,7 +14,7 @@ WITH
 kubelet_clusters AS (
     SELECT DISTINCT n.cluster
     FROM node_conditions c JOIN nodes n USING (node)
-    WHERE c.condition = 'Ready' AND c.reason LIKE 'Kubelet%'
+    WHERE c.condition = 'Ready'
 ),
 job_clusters AS (
     SELECT n.cluster,
@@ -28,10 +29,10 @@ SELECT c.cluster,
        CASE WHEN k.cluster IS NOT NULL OR coalesce(j.kubernetes_jobs, false) THEN 'kubernetes'
             WHEN coalesce(j.slurm_jobs, false) THEN 'slurm'
             ELSE 'unknown' END AS scheduler,
-       CASE WHEN k.cluster IS NOT NULL THEN 'kubelet condition'
+       CASE WHEN k.cluster IS NOT NULL THEN 'kubelet Ready condition'
             WHEN coalesce(j.kubernetes_jobs, false) THEN 'Kubernetes job id'
             WHEN coalesce(j.slurm_jobs, false) THEN 'Slurm job id'
-            ELSE 'no kubelet condition, no Kubernetes or Slurm job id' END AS evidence
+            ELSE 'no kubelet Ready condition, no Kubernetes or Slurm job id' END AS evidence
 FROM (SELECT DISTINCT cluster FROM nodes) c
 LEFT JOIN kubelet_clusters k USING (cluster)
 LEFT JOIN job_clusters j USING (cluster)
