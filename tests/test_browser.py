@@ -42,6 +42,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(base: str, proc: subprocess.Popen, log_name: str) -> None:
+    """Wait for the Streamlit server's health check; fail (naming its log) if it dies or times out."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"streamlit did not start; see {log_name}")
+        time.sleep(0.3)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
@@ -60,17 +75,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {log.name}")
-            time.sleep(0.3)
+        wait_until_serving(base, proc, log.name)
         yield base, db
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -338,17 +343,7 @@ def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest
     writer = None
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if app.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start; see {log.name}")
-            time.sleep(0.3)
+        wait_until_serving(base, app, log.name)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
                                   env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
