@@ -7,7 +7,7 @@ APP_STAMP := $(VENV)/.installed-app
 SCALE ?= S
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench eval check clean
+.PHONY: demo test bench eval check format-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,17 @@ bench: $(STAMP)
 eval: $(STAMP)
 	$(BIN)/gpufleet evaluate --seeds 1..5
 
+LINTED := pipelines gpufleet_app tests testkit app.py benchmarks
+
+# Lint, the layer contracts (pyproject.toml [tool.importlinter]) and types; all offline.
 check: $(STAMP)
-	$(BIN)/ruff check pipelines gpufleet_app tests app.py benchmarks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+
+# Not yet part of `check`: the tree is formatted in one pass of its own.
+format-check: $(STAMP)
+	$(BIN)/ruff format --check $(LINTED)
 
 clean:
 	rm -rf $(VENV) fleet.duckdb demo-data test-artifacts

@@ -188,7 +188,8 @@ def ingest_prometheus_cmd(
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     Exit code 3: the store answered some chunks only in part (the message says how many).
     """
-    from pipelines.sources.prometheus import ingest_prometheus, parse_time
+    from pipelines.sources.prometheus import ingest_prometheus
+    from pipelines.times import parse_time
 
     settings = ctx.obj.settings().prometheus
     start_ts, end_ts = parse_time(start), parse_time(end)
@@ -266,7 +267,7 @@ def ingest_kernel_log_cmd(
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
-    from pipelines.sources.prometheus import parse_time
+    from pipelines.times import parse_time
 
     with _writing(ctx, "ingest kernel-log", create=True) as session:
         results, parsed = ingest_kernel_log(

@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import duckdb
 
 from pipelines.config import Settings
+from pipelines.errors import DatabaseMissingError
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
 
@@ -120,6 +121,22 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
         return None
     current = data_version(con)
     return (computed[0][0], current) if current != computed[0][0] else None
+
+
+def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
+    """Fail with the command to run when a derived table has not been computed yet."""
+    present = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    }
+    missing = [t for t in tables if t not in present]
+    if missing:
+        raise DatabaseMissingError(
+            f"The database has no `{missing[0]}` table yet.",
+            "Run `gpufleet compute` first (or `gpufleet demo --no-app` for a demo database).",
+        )
 
 
 def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:

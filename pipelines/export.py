@@ -43,9 +43,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.compute import stale_data
+from pipelines.compute import require_tables, stale_data
 from pipelines.errors import GpufleetError
-from pipelines.report import require_tables
 from pipelines.sql import bind, load_sql
 from pipelines.weeks import IsoWeek
 

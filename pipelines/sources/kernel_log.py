@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
-from pipelines.sources.prometheus import normalise_pci_bus_id
+from pipelines.sources.pci import normalise_pci_bus_id
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 _XID = re.compile(

@@ -56,6 +56,7 @@ from urllib3.exceptions import InsecureRequestWarning
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
 from pipelines.settings_model import SECTION, build_section
+from pipelines.sources.pci import normalise_pci_bus_id
 from pipelines.store import (
     ROW_COLUMN,
     LoadResult,
@@ -186,34 +187,6 @@ class PrometheusSettings:
         if isinstance(values, dict) and isinstance(values.get("node_metrics"), dict):
             values = values | {"node_metrics": DEFAULT_NODE_METRICS | values["node_metrics"]}
         return build_section(cls, "prometheus", values, origin, origins)
-
-
-# ---------------------------------------------------------------- time arguments
-
-_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_time(text: str, now: datetime | None = None) -> datetime:
-    """RFC 3339 (`2026-11-23T00:00:00Z`), `now`, or relative to now (`-7d`, `-90m`), as UTC.
-
-    A timestamp without an offset is taken as UTC.
-    """
-    now = now or datetime.now(UTC)
-    text = text.strip()
-    if text == "now":
-        return now
-    match = _RELATIVE.match(text)
-    if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    try:
-        parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ConfigError(
-            f"`{text}` is not a time.",
-            "Use RFC 3339 (2026-11-23T00:00:00Z), `now`, or a relative time such as -7d, -12h, -30m.",
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _ms(t: datetime) -> int:
@@ -597,16 +570,6 @@ def node_of(labels: dict[str, str], node_labels: Iterable[str]) -> str | None:
                 value = re.sub(r":\d+$", "", value).strip("[]")
             return value
     return None
-
-
-def normalise_pci_bus_id(text: str) -> str | None:
-    """`00000000:3B:00.0`, `0000:3b:00` or `3b:00.0` → `0000:3b:00` (domain:bus:device)."""
-    match = re.match(r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
-                     text.strip())
-    if not match:
-        return None
-    domain = int(match.group(1) or "0", 16)
-    return f"{domain:04x}:{int(match.group(2), 16):02x}:{int(match.group(3), 16):02x}"
 
 
 @dataclass
