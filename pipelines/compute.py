@@ -30,14 +30,32 @@ class Step:
     name: str
     run: PythonStep | None = None
     """None: run `queries/derived/<name>.sql`."""
+    table: bool = True
+    """False: the step updates tables of earlier steps instead of building its own."""
+
+
+# The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
+# (or a reader of DERIVED_TABLES) never needs it.
+def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.stragglers import build_rank_slowdown as run
+
+    run(con, settings)
+
+
+def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import detect_anomalies as run
+
+    run(con, settings)
+
+
+def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import follow_up_anomalies as run
+
+    run(con, settings)
 
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
-    from pipelines.detectors import detect_anomalies, follow_up_anomalies
-    from pipelines.stragglers import build_rank_slowdown
-
     return [
         Step("xid_catalogue"),
         # Read by most steps below: "now" (the data horizon) and who ran where.
@@ -62,7 +80,7 @@ def _steps() -> list[Step]:
         # Needs node states and job outcomes: holds hardware findings open while their node stays
         # unavailable (the states above only read them as `degraded`, which `unavailable` outranks),
         # escalates repeats, and weighs each finding's impact and goodput lost.
-        Step("anomaly_follow_up", run=follow_up_anomalies),
+        Step("anomaly_follow_up", run=follow_up_anomalies, table=False),
         Step("node_remediation"),
         Step("node_remediation_history"),
         Step("goodput_stack"),
@@ -76,6 +94,19 @@ def _steps() -> list[Step]:
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
+
+
+DERIVED_TABLES: tuple[str, ...] = tuple(step.name for step in _steps() if step.table)
+"""Every table `gpufleet compute` builds, in the order it builds them: the one list the tables
+the report, the dashboard and the exports read are chosen from (`derived`)."""
+
+
+def derived(*names: str) -> tuple[str, ...]:
+    """`names`, each checked to be a table of DERIVED_TABLES (a reader's list of what it needs)."""
+    unknown = [name for name in names if name not in DERIVED_TABLES]
+    if unknown:
+        raise ValueError(f"not built by `gpufleet compute`: {', '.join(unknown)} (see DERIVED_TABLES)")
+    return names
 
 
 @dataclass(frozen=True)
@@ -164,6 +195,9 @@ def compute(
     last = _last_compute(con)  # also creates compute_log on a new database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
+    from pipelines.detectors import check_detect_files
+
+    check_detect_files()  # a detector file that would silently not run stops the compute here
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
     params = settings.sql_params()

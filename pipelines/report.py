@@ -26,7 +26,7 @@ import duckdb
 import polars as pl
 from typing_extensions import TypeIs
 
-from pipelines.compute import require_tables
+from pipelines.compute import derived, require_tables
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
 from pipelines.markdown import escape_markdown_cell
@@ -92,12 +92,12 @@ class WeeklyReport:
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
 
-REPORT_TABLES = [
+REPORT_TABLES = derived(
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
     "goodput_segments",
     "failure_escapes", "checkpoint_advice", "node_cost",
-]
+)
 
 
 def build_report(
