@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
@@ -57,6 +57,7 @@ from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
 from pipelines.settings_model import SECTION, build_section
 from pipelines.sources.pci import normalise_pci_bus_id
+from pipelines.sources.protocol import Source, SourceReport
 from pipelines.store import (
     ROW_COLUMN,
     LoadResult,
@@ -1448,3 +1449,46 @@ def _empty_warning(q: _Query) -> str:
     if q.kind == "node":
         return f"No samples for node metric `{name}` (`{q.selector}`): set `prometheus.node_metrics.{name}`."
     return f"No `{name}` series in the window: is kube-state-metrics scraped?"
+
+
+@dataclass(frozen=True)
+class PrometheusSource(Source):
+    """`gpufleet ingest prometheus`: the window `[start, end)` of a Prometheus-compatible API,
+    from each query's watermark on (see `ingest_prometheus`)."""
+
+    url: str
+    start: datetime
+    end: datetime
+    settings: PrometheusSettings = field(default_factory=PrometheusSettings)
+    insecure: bool = False
+    downsample_s: int | None = None
+    full: bool = False
+    allow_partial: bool = False
+    env: dict[str, str] | None = None
+    progress: Callable[[str], None] | None = None
+
+    name: ClassVar[str] = "prometheus"
+    reads: ClassVar[str] = "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
+    tables: ClassVar[tuple[str, ...]] = ("gpu_samples", "gpu_events", "node_conditions", "node_samples", "nodes")
+    settings_section: ClassVar[str | None] = "prometheus"
+
+    @property
+    def source_id(self) -> str:
+        # As `ingest_prometheus` names its run: the URL without credentials, and the push-down step.
+        downsample = f":downsample={self.downsample_s}s" if self.downsample_s else ""
+        return f"prometheus:{redact_url(self.url)}{downsample}"
+
+    def watermark(self, con: duckdb.DuckDBPyConnection) -> datetime | None:
+        try:
+            marks = read_watermarks(con, self.source_id)
+        except duckdb.CatalogException:  # no ingest has created the bookkeeping tables yet
+            return None
+        return min(marks.values()) if marks else None
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        report = ingest_prometheus(
+            con, self.url, self.start, self.end, self.settings, insecure=self.insecure,
+            downsample_s=self.downsample_s, full=self.full, allow_partial=self.allow_partial, env=self.env,
+            progress=self.progress,
+        )
+        return SourceReport(self.source_id, report.loads, warnings=list(report.warnings), detail=report)
