@@ -16,7 +16,7 @@ import polars as pl
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.errors import InputError
-from pipelines.sources.protocol import Source, SourceReport
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 SUFFIXES = (".csv", ".jsonl", ".parquet")
@@ -122,21 +122,15 @@ def ingest_files(con: duckdb.DuckDBPyConnection, folder: str | Path) -> list[Loa
 
 
 @dataclass(frozen=True)
-class FilesSource(Source):
+class FilesSource(WholeFileSource):
     """`gpufleet ingest files DIR`: every landing file of a folder, one batch."""
 
-    folder: Path
+    path: Path
+    """The folder of landing files."""
 
     name: ClassVar[str] = "files"
     reads: ClassVar[str] = "`<table>.csv/.jsonl/.parquet` in the landing contract"
     tables: ClassVar[tuple[str, ...]] = LANDING_TABLES
 
-    @property
-    def source_id(self) -> str:
-        return f"files:{Path(self.folder).name}"
-
-    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
-        return None
-
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        return SourceReport(self.source_id, ingest_files(con, self.folder))
+        return SourceReport(self.source_id, ingest_files(con, self.path))

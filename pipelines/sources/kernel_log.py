@@ -31,7 +31,7 @@ import polars as pl
 
 from pipelines.errors import InputError
 from pipelines.sources.pci import normalise_pci_bus_id
-from pipelines.sources.protocol import Source, SourceReport
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 _XID = re.compile(
@@ -194,7 +194,7 @@ def ingest_kernel_log(
 
 
 @dataclass(frozen=True)
-class KernelLogSource(Source):
+class KernelLogSource(WholeFileSource):
     """`gpufleet ingest kernel-log FILE --node N`: one node's kernel log, one batch."""
 
     path: Path
@@ -209,10 +209,7 @@ class KernelLogSource(Source):
 
     @property
     def source_id(self) -> str:
-        return f"kernel-log:{self.node}"
-
-    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
-        return None
+        return f"kernel-log:{self.node}"  # one node's log, whatever the file is called
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         loads, parsed = ingest_kernel_log(con, self.path, self.node, boot_time=self.boot_time, year=self.year,

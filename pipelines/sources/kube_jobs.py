@@ -35,7 +35,7 @@ import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
-from pipelines.sources.protocol import Source, SourceReport
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -320,7 +320,7 @@ def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_labe
 
 
 @dataclass(frozen=True)
-class KubeJobsSource(Source):
+class KubeJobsSource(WholeFileSource):
     """`gpufleet ingest kube-jobs FILE [--pods FILE]`: one kubectl listing, one batch."""
 
     path: Path
@@ -330,13 +330,6 @@ class KubeJobsSource(Source):
     name: ClassVar[str] = "kube-jobs"
     reads: ClassVar[str] = "`kubectl get jobs,pytorchjobs,pods -A -o json`"
     tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
-
-    @property
-    def source_id(self) -> str:
-        return f"kube-jobs:{Path(self.path).name}"
-
-    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
-        return None
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         loads, skipped = ingest_kube_jobs(con, self.path, self.user_label, self.pods)

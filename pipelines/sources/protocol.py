@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, ClassVar
 
 import duckdb
@@ -72,3 +73,16 @@ class Source(ABC):
         """Read, build the landing inputs and load them with `store.load_batch` (one transaction,
         all or nothing; a bad cell raises `InputError` naming file, line or row, and column)."""
 
+
+class WholeFileSource(Source):
+    """A source that reads one file (or folder) whole each run: no watermark, since loads are
+    idempotent by natural key; its id names the file. Subclasses are dataclasses with a `path`."""
+
+    path: Path
+
+    @property
+    def source_id(self) -> str:
+        return f"{self.name}:{Path(self.path).name}"
+
+    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
+        return None

@@ -20,7 +20,7 @@ import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
-from pipelines.sources.protocol import Source, SourceReport
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 COLUMNS = ("job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s")
@@ -105,7 +105,7 @@ def ingest_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[
 
 
 @dataclass(frozen=True)
-class RankStepsSource(Source):
+class RankStepsSource(WholeFileSource):
     """`gpufleet ingest rank-steps FILE`: one file of per-rank step timings, one batch."""
 
     path: Path
@@ -113,13 +113,6 @@ class RankStepsSource(Source):
     name: ClassVar[str] = "rank-steps"
     reads: ClassVar[str] = "per-rank step timings, JSONL or CSV"
     tables: ClassVar[tuple[str, ...]] = ("rank_steps",)
-
-    @property
-    def source_id(self) -> str:
-        return f"rank-steps:{Path(self.path).name}"
-
-    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
-        return None
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         return SourceReport(self.source_id, ingest_rank_steps(con, self.path))

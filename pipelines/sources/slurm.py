@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
-from pipelines.sources.protocol import Source, SourceReport
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
@@ -363,7 +363,7 @@ def ingest_sacct(
 
 
 @dataclass(frozen=True)
-class SacctSource(Source):
+class SacctSource(WholeFileSource):
     """`gpufleet ingest sacct FILE`: one sacct file, one batch."""
 
     path: Path
@@ -372,13 +372,6 @@ class SacctSource(Source):
     name: ClassVar[str] = "sacct"
     reads: ClassVar[str] = "Slurm `sacct --parsable2` output"
     tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
-
-    @property
-    def source_id(self) -> str:
-        return f"sacct:{Path(self.path).name}"
-
-    def watermark(self, con: duckdb.DuckDBPyConnection) -> None:
-        return None
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         loads, parsed = ingest_sacct(con, self.path, self.delimiter)
