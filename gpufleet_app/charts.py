@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from datetime import UTC, datetime
+from typing import cast
 
 import plotly.graph_objects as go
 import polars as pl
@@ -94,7 +95,7 @@ def jobs_trend(daily: pl.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(title_text="jobs ended", rangemode="tozero",
-                     dtick=count_tick(daily["eligible_jobs"].max()))
+                     dtick=count_tick(cast(int | None, daily["eligible_jobs"].max())))
     return _layout(fig, "Jobs ended per day")
 
 
@@ -158,7 +159,7 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
     fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
-                     dtick=count_tick(pareto["attempts"].max()))
+                     dtick=count_tick(cast(int | None, pareto["attempts"].max())))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
     return _layout(fig, "Failed attempts by cause (Pareto)", height=380)
@@ -213,7 +214,7 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
         # numpy arrays: plotly validates and encodes them in one step (lists go point by point).
         fig.add_scatter(x=_utc_naive(part["bucket_ts"]), y=part["value"].to_numpy(), mode="lines",
                         name=f"gpu {gpu}", line={"width": 1.5})
-    horizon = samples["bucket_ts"].max() if not samples.is_empty() else None
+    horizon = cast(datetime | None, samples["bucket_ts"].max()) if not samples.is_empty() else None
     for row in anomalies.iter_rows(named=True):
         end: datetime | None = row["end_ts"] or horizon
         if end is None:

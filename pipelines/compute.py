@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import duckdb
 
 from pipelines.config import Settings
+from pipelines.errors import DatabaseMissingError
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema
 
@@ -29,14 +30,32 @@ class Step:
     name: str
     run: PythonStep | None = None
     """None: run `queries/derived/<name>.sql`."""
+    table: bool = True
+    """False: the step updates tables of earlier steps instead of building its own."""
+
+
+# The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
+# (or a reader of DERIVED_TABLES) never needs it.
+def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.stragglers import build_rank_slowdown as run
+
+    run(con, settings)
+
+
+def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import detect_anomalies as run
+
+    run(con, settings)
+
+
+def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import follow_up_anomalies as run
+
+    run(con, settings)
 
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
-    from pipelines.detectors import detect_anomalies, follow_up_anomalies
-    from pipelines.stragglers import build_rank_slowdown
-
     return [
         Step("xid_catalogue"),
         # Read by most steps below: "now" (the data horizon) and who ran where.
@@ -61,7 +80,7 @@ def _steps() -> list[Step]:
         # Needs node states and job outcomes: holds hardware findings open while their node stays
         # unavailable (the states above only read them as `degraded`, which `unavailable` outranks),
         # escalates repeats, and weighs each finding's impact and goodput lost.
-        Step("anomaly_follow_up", run=follow_up_anomalies),
+        Step("anomaly_follow_up", run=follow_up_anomalies, table=False),
         Step("node_remediation"),
         Step("node_remediation_history"),
         Step("goodput_stack"),
@@ -75,6 +94,19 @@ def _steps() -> list[Step]:
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
+
+
+DERIVED_TABLES: tuple[str, ...] = tuple(step.name for step in _steps() if step.table)
+"""Every table `gpufleet compute` builds, in the order it builds them: the one list the tables
+the report, the dashboard and the exports read are chosen from (`derived`)."""
+
+
+def derived(*names: str) -> tuple[str, ...]:
+    """`names`, each checked to be a table of DERIVED_TABLES (a reader's list of what it needs)."""
+    unknown = [name for name in names if name not in DERIVED_TABLES]
+    if unknown:
+        raise ValueError(f"not built by `gpufleet compute`: {', '.join(unknown)} (see DERIVED_TABLES)")
+    return names
 
 
 @dataclass(frozen=True)
@@ -122,6 +154,22 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
     return (computed[0][0], current) if current != computed[0][0] else None
 
 
+def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
+    """Fail with the command to run when a derived table has not been computed yet."""
+    present = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    }
+    missing = [t for t in tables if t not in present]
+    if missing:
+        raise DatabaseMissingError(
+            f"The database has no `{missing[0]}` table yet.",
+            "Run `gpufleet compute` first (or `gpufleet demo --no-app` for a demo database).",
+        )
+
+
 def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
     """True when the last compute used this data version and these settings (read-only check)."""
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -147,6 +195,9 @@ def compute(
     last = _last_compute(con)  # also creates compute_log on a new database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
+    from pipelines.detectors import check_detect_files
+
+    check_detect_files()  # a detector file that would silently not run stops the compute here
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
     params = settings.sql_params()

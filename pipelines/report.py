@@ -24,9 +24,11 @@ from typing import Any
 
 import duckdb
 import polars as pl
+from typing_extensions import TypeIs
 
+from pipelines.compute import derived, require_tables
 from pipelines.config import Settings
-from pipelines.errors import DatabaseMissingError, GpufleetError
+from pipelines.errors import GpufleetError
 from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
 from pipelines.weeks import IsoWeek
@@ -52,22 +54,6 @@ def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     from pipelines.serving import open_snapshot
 
     return open_snapshot(db)
-
-
-def require_tables(con: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
-    """Fail with the command to run when a derived table has not been computed yet."""
-    present = {
-        row[0]
-        for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-        ).fetchall()
-    }
-    missing = [t for t in tables if t not in present]
-    if missing:
-        raise DatabaseMissingError(
-            f"The database has no `{missing[0]}` table yet.",
-            "Run `gpufleet compute` first (or `gpufleet demo --no-app` for a demo database).",
-        )
 
 
 @dataclass(frozen=True)
@@ -106,12 +92,12 @@ class WeeklyReport:
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
 
 
-REPORT_TABLES = [
+REPORT_TABLES = derived(
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
     "goodput_segments",
     "failure_escapes", "checkpoint_advice", "node_cost",
-]
+)
 
 
 def build_report(
@@ -180,7 +166,9 @@ def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> p
 
 # ---------------------------------------------------------------- formatting
 
-def _missing(value: Any) -> bool:
+def _missing(value: Any) -> TypeIs[None]:
+    # TypeIs: where it returns False the value is a number (NaN returns True too; callers then
+    # print "n/a" without reading it).
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 

@@ -21,20 +21,19 @@ import polars as pl
 import pytest
 
 from pipelines.errors import ConfigError, SourceError
+from pipelines.sources.pci import normalise_pci_bus_id
 from pipelines.sources.prometheus import (
     PrometheusClient,
     PrometheusSettings,
     chunks,
     ingest_prometheus,
     node_of,
-    normalise_pci_bus_id,
-    parse_time,
     read_watermarks,
     redact_url,
 )
 from pipelines.store import open_store, row_counts
-from tests.conftest import require
-from tests.prometheus_server import (
+from pipelines.times import parse_time
+from testkit.prometheus_server import (
     OPENSSL,
     Certificates,
     available,
@@ -42,6 +41,7 @@ from tests.prometheus_server import (
     make_certificates,
     prometheus_server,
 )
+from tests.conftest import require
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)
 SCRAPE = timedelta(seconds=30)
@@ -344,7 +344,7 @@ def test_5xx_that_persists_is_a_source_error(con, flaky):
 
 
 def test_unreachable_server_is_a_source_error(con):
-    from tests.prometheus_server import free_port
+    from testkit.prometheus_server import free_port
 
     settings = PrometheusSettings(retries=1, backoff_s=0.01, timeout_s=2)
     with pytest.raises(SourceError, match="could not be reached"):
@@ -458,7 +458,7 @@ def test_cli_ingest_prometheus(tmp_path, server, fleet):
 
 
 def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
-    from tests.prometheus_server import free_port
+    from testkit.prometheus_server import free_port
 
     config = tmp_path / "gpufleet.toml"
     config.write_text("[prometheus]\nretries = 0\n")
@@ -581,7 +581,7 @@ def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp
     require(available(), "Prometheus (Debian package `prometheus`)")
     import subprocess
 
-    from tests.prometheus_server import PROMTOOL
+    from testkit.prometheus_server import PROMTOOL
 
     t0 = T0.timestamp()
     devices = ("rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27")
@@ -701,7 +701,7 @@ def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
     require(available(), "Prometheus (Debian package `prometheus`)")
     import subprocess
 
-    from tests.prometheus_server import PROMTOOL
+    from testkit.prometheus_server import PROMTOOL
 
     t0 = T0.timestamp()
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]

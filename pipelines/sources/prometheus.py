@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
@@ -56,6 +56,8 @@ from urllib3.exceptions import InsecureRequestWarning
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
 from pipelines.settings_model import SECTION, build_section
+from pipelines.sources.pci import normalise_pci_bus_id
+from pipelines.sources.protocol import Source, SourceReport
 from pipelines.store import (
     ROW_COLUMN,
     LoadResult,
@@ -186,34 +188,6 @@ class PrometheusSettings:
         if isinstance(values, dict) and isinstance(values.get("node_metrics"), dict):
             values = values | {"node_metrics": DEFAULT_NODE_METRICS | values["node_metrics"]}
         return build_section(cls, "prometheus", values, origin, origins)
-
-
-# ---------------------------------------------------------------- time arguments
-
-_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_time(text: str, now: datetime | None = None) -> datetime:
-    """RFC 3339 (`2026-11-23T00:00:00Z`), `now`, or relative to now (`-7d`, `-90m`), as UTC.
-
-    A timestamp without an offset is taken as UTC.
-    """
-    now = now or datetime.now(UTC)
-    text = text.strip()
-    if text == "now":
-        return now
-    match = _RELATIVE.match(text)
-    if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    try:
-        parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ConfigError(
-            f"`{text}` is not a time.",
-            "Use RFC 3339 (2026-11-23T00:00:00Z), `now`, or a relative time such as -7d, -12h, -30m.",
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _ms(t: datetime) -> int:
@@ -597,16 +571,6 @@ def node_of(labels: dict[str, str], node_labels: Iterable[str]) -> str | None:
                 value = re.sub(r":\d+$", "", value).strip("[]")
             return value
     return None
-
-
-def normalise_pci_bus_id(text: str) -> str | None:
-    """`00000000:3B:00.0`, `0000:3b:00` or `3b:00.0` → `0000:3b:00` (domain:bus:device)."""
-    match = re.match(r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
-                     text.strip())
-    if not match:
-        return None
-    domain = int(match.group(1) or "0", 16)
-    return f"{domain:04x}:{int(match.group(2), 16):02x}:{int(match.group(3), 16):02x}"
 
 
 @dataclass
@@ -1485,3 +1449,46 @@ def _empty_warning(q: _Query) -> str:
     if q.kind == "node":
         return f"No samples for node metric `{name}` (`{q.selector}`): set `prometheus.node_metrics.{name}`."
     return f"No `{name}` series in the window: is kube-state-metrics scraped?"
+
+
+@dataclass(frozen=True)
+class PrometheusSource(Source):
+    """`gpufleet ingest prometheus`: the window `[start, end)` of a Prometheus-compatible API,
+    from each query's watermark on (see `ingest_prometheus`)."""
+
+    url: str
+    start: datetime
+    end: datetime
+    settings: PrometheusSettings = field(default_factory=PrometheusSettings)
+    insecure: bool = False
+    downsample_s: int | None = None
+    full: bool = False
+    allow_partial: bool = False
+    env: dict[str, str] | None = None
+    progress: Callable[[str], None] | None = None
+
+    name: ClassVar[str] = "prometheus"
+    reads: ClassVar[str] = "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
+    tables: ClassVar[tuple[str, ...]] = ("gpu_samples", "gpu_events", "node_conditions", "node_samples", "nodes")
+    settings_section: ClassVar[str | None] = "prometheus"
+
+    @property
+    def source_id(self) -> str:
+        # As `ingest_prometheus` names its run: the URL without credentials, and the push-down step.
+        downsample = f":downsample={self.downsample_s}s" if self.downsample_s else ""
+        return f"prometheus:{redact_url(self.url)}{downsample}"
+
+    def watermark(self, con: duckdb.DuckDBPyConnection) -> datetime | None:
+        try:
+            marks = read_watermarks(con, self.source_id)
+        except duckdb.CatalogException:  # no ingest has created the bookkeeping tables yet
+            return None
+        return min(marks.values()) if marks else None
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        report = ingest_prometheus(
+            con, self.url, self.start, self.end, self.settings, insecure=self.insecure,
+            downsample_s=self.downsample_s, full=self.full, allow_partial=self.allow_partial, env=self.env,
+            progress=self.progress,
+        )
+        return SourceReport(self.source_id, report.loads, warnings=list(report.warnings), detail=report)
