@@ -1,0 +1,227 @@
+"""Utilisation tables on a hand-made fleet (queries/derived/gpu_activity_windows.sql and the
+tables built on it); every number is worked out in the comments.
+
+One hour, 2026-11-23 00:00-01:00 UTC (ISO week 2026-W48), one scrape a minute: every series has
+60 samples, each the start of a 60 s window (the last one takes the gap before it), so 1 h.
+- n1 (H100 80GB, 8 GPUs): job j8 holds all 8 GPUs (no rank logs: mapped as a whole node);
+  GPU 0 is 90 % active with 40 GiB used, GPUs 1-7 stay at 0 %.
+- n2 (A100 80GB, 1 GPU) is MIG-partitioned into three instances with three jobs:
+  3g.40gb (id 1) `serving/chat` (a pod with no `jobs` row) 50 %, 20 GiB;
+  2g.20gb (id 5) Slurm job 4711 10 %, 8 GiB; 1g.10gb (id 13) Slurm job 4712 2 %, 1 GiB.
+  Its whole-device GPU_UTIL series (30 %) must not count a second time.
+- n3 (H100 80GB, 1 GPU): job jn holds it at 10 %, 8 GiB: a MIG packing candidate.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from pipelines.compute import compute
+from pipelines.config import Settings
+from pipelines.sql import execute
+from pipelines.store import ensure_schema
+
+T0 = datetime(2026, 11, 23, tzinfo=UTC)
+MINUTES = 60
+H100 = "NVIDIA H100 80GB HBM3"
+A100 = "NVIDIA A100 80GB PCIe"
+GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+FB = "DCGM_FI_DEV_FB_USED"
+
+
+def _insert(con, table: str, rows: list[dict]) -> None:
+    frame = pl.DataFrame(rows)
+    con.register("__rows", frame)
+    columns = ", ".join(f'"{c}"' for c in frame.columns)
+    con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __rows")
+    con.unregister("__rows")
+
+
+def build_fleet(con) -> None:
+    ensure_schema(con)
+    _insert(con, "nodes", [
+        {"node": "n1", "cluster": "c1", "instance_type": "p5", "gpu_model": H100, "gpu_count": 8, "nic_expected": None},
+        {"node": "n2", "cluster": "c1", "instance_type": "a2", "gpu_model": A100, "gpu_count": 1, "nic_expected": None},
+        {"node": "n3", "cluster": "c1", "instance_type": "p5", "gpu_model": H100, "gpu_count": 1, "nic_expected": None},
+    ])
+    end = T0 + timedelta(minutes=MINUTES)
+    _insert(con, "jobs", [
+        {"job_id": "j8", "name": "finetune", "user": "u", "team": "llm", "queue": "batch", "submit_ts": T0,
+         "start_ts": T0, "end_ts": end, "num_gpus": 8, "state": "succeeded", "exit_code": 0, "reason": None},
+        {"job_id": "jn", "name": "notebook", "user": "u", "team": "llm", "queue": "dev", "submit_ts": T0,
+         "start_ts": T0, "end_ts": end, "num_gpus": 1, "state": "succeeded", "exit_code": 0, "reason": None},
+        {"job_id": "4711", "name": "embed", "user": "u", "team": "search", "queue": "infer", "submit_ts": T0,
+         "start_ts": T0, "end_ts": end, "num_gpus": 1, "state": "succeeded", "exit_code": 0, "reason": None},
+        {"job_id": "4712", "name": "rerank", "user": "u", "team": "search", "queue": "infer", "submit_ts": T0,
+         "start_ts": T0, "end_ts": end, "num_gpus": 1, "state": "succeeded", "exit_code": 0, "reason": None},
+    ])
+    _insert(con, "job_attempts", [
+        {"job_id": "j8", "attempt": 0, "start_ts": T0, "end_ts": end, "state": "succeeded", "exit_code": 0,
+         "reason": None, "nodes": ["n1"]},
+        {"job_id": "jn", "attempt": 0, "start_ts": T0, "end_ts": end, "state": "succeeded", "exit_code": 0,
+         "reason": None, "nodes": ["n3"]},
+    ])
+    device, instance = [], []
+    for m in range(MINUTES):
+        ts = T0 + timedelta(minutes=m)
+        for gpu in range(8):
+            device.append({"ts": ts, "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "metric": GR,
+                           "value": 0.9 if gpu == 0 else 0.0})
+            device.append({"ts": ts, "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "metric": FB,
+                           "value": 40960.0 if gpu == 0 else 0.0})
+        device.append({"ts": ts, "node": "n2", "gpu": 0, "uuid": "GPU-n2-0", "metric": "DCGM_FI_DEV_GPU_UTIL",
+                       "value": 30.0})
+        device.append({"ts": ts, "node": "n3", "gpu": 0, "uuid": "GPU-n3-0", "metric": GR, "value": 0.1})
+        device.append({"ts": ts, "node": "n3", "gpu": 0, "uuid": "GPU-n3-0", "metric": FB, "value": 8192.0})
+        for gi, profile, job, activity, mib in ((1, "3g.40gb", "serving/chat", 0.5, 20480.0),
+                                                (5, "2g.20gb", "4711", 0.1, 8192.0),
+                                                (13, "1g.10gb", "4712", 0.02, 1024.0)):
+            for metric, value in ((GR, activity), (FB, mib)):
+                instance.append({"ts": ts, "node": "n2", "gpu": 0, "uuid": "GPU-n2-0", "gpu_i_id": gi,
+                                 "gpu_i_profile": profile, "job_id": job, "metric": metric, "value": value})
+    _insert(con, "gpu_samples", device)
+    _insert(con, "gpu_instance_samples", instance)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    from pipelines.store import connect
+
+    con = connect(str(tmp_path_factory.mktemp("util") / "fleet.duckdb"))
+    build_fleet(con)
+    compute(con, Settings(), force=True)
+    yield con
+    con.close()
+
+
+def _row(con, sql: str, params: dict | None = None) -> dict:
+    frame = con.sql(sql, params=params or {}).pl()
+    assert frame.height == 1, frame
+    return frame.row(0, named=True)
+
+
+@pytest.mark.parametrize(
+    "node, gpu, gpu_i_id, expected",
+    [
+        # n1 GPU 0: 60 windows x 60 s = 1 h sampled and allocated; busy 0.9 x 1 h; peak 40960 MiB = 40 GiB.
+        ("n1", 0, None, {"sampled_h": 1.0, "allocated_h": 1.0, "busy_h": 0.9, "idle_allocated_h": 0.0,
+                         "mean_activity": 0.9, "p95_activity": 0.9, "peak_memory_gib": 40.0, "jobs": 1}),
+        # n1 GPU 5: allocated to j8 all hour at 0 %: 1 idle allocated hour.
+        ("n1", 5, None, {"sampled_h": 1.0, "allocated_h": 1.0, "busy_h": 0.0, "idle_allocated_h": 1.0,
+                         "mean_activity": 0.0, "peak_memory_gib": 0.0, "jobs": 1}),
+        # n2's three instances, one job each; hours are instance-hours. 2 % < 5 %: 4712's hour is idle.
+        ("n2", 0, 1, {"gpu_i_profile": "3g.40gb", "sampled_h": 1.0, "allocated_h": 1.0, "busy_h": 0.5,
+                      "idle_allocated_h": 0.0, "p95_activity": 0.5, "peak_memory_gib": 20.0, "jobs": 1}),
+        ("n2", 0, 5, {"gpu_i_profile": "2g.20gb", "busy_h": 0.1, "idle_allocated_h": 0.0, "peak_memory_gib": 8.0}),
+        ("n2", 0, 13, {"gpu_i_profile": "1g.10gb", "busy_h": 0.02, "idle_allocated_h": 1.0, "peak_memory_gib": 1.0}),
+    ],
+)
+def test_gpu_utilisation_daily(fleet, node, gpu, gpu_i_id, expected):
+    row = _row(fleet, "SELECT * FROM gpu_utilisation_daily WHERE node = $node AND gpu = $gpu "
+               "AND gpu_i_id IS NOT DISTINCT FROM $gi", {"node": node, "gpu": gpu, "gi": gpu_i_id})
+    assert str(row["day"]) == "2026-11-23" and row["cluster"] == "c1"
+    for column, value in expected.items():
+        assert row[column] == pytest.approx(value), column
+
+
+def test_a_mig_gpu_counts_its_instances_not_its_whole_device_series(fleet):
+    # n2 GPU 0 reports GPU_UTIL 30 % for the device and activity per instance: only the three
+    # instance rows count (the device series would add a fourth hour).
+    rows = fleet.execute("SELECT gpu_i_id FROM gpu_utilisation_daily WHERE node = 'n2' ORDER BY 1").fetchall()
+    assert rows == [(1,), (5,), (13,)]
+
+
+@pytest.mark.parametrize(
+    "job_id, expected",
+    [
+        # Allocated 8 GPUs, used one: 8 GPU-h allocated and measured; busy 0.9; mean 0.9 / 8;
+        # GPUs 1-7 idle the whole hour: 7 idle GPU-h; 8 GPUs mapped, 1 used.
+        ("j8", {"cluster": "c1", "allocated_gpu_h": 8.0, "measured_gpu_h": 8.0, "busy_gpu_h": 0.9,
+                "mean_activity": 0.9 / 8, "idle_gpu_h": 7.0, "gpus_mapped": 8, "gpus_used": 1,
+                "peak_memory_gib": 40.0, "mapped_by": "whole_node", "on_mig": False}),
+        # 2g.20gb for an hour = 2/7 GPU-h; busy 0.1 x 2/7.
+        ("4711", {"measured_gpu_h": 2 / 7, "busy_gpu_h": 0.1 * 2 / 7, "mean_activity": 0.1, "idle_gpu_h": 0.0,
+                  "gpus_mapped": 1, "gpus_used": 1, "mapped_by": "labels", "on_mig": True, "team": "search"}),
+        # 1g.10gb at 2 %: its 1/7 GPU-h is idle, nothing used.
+        ("4712", {"measured_gpu_h": 1 / 7, "idle_gpu_h": 1 / 7, "gpus_used": 0, "peak_memory_gib": 1.0}),
+        # Only the pod's labels name it: no jobs row, no scheduler hours; cluster from its node.
+        ("serving/chat", {"cluster": "c1", "name": None, "allocated_gpu_h": 0.0, "measured_gpu_h": 3 / 7,
+                          "busy_gpu_h": 0.5 * 3 / 7}),
+    ],
+)
+def test_job_utilisation(fleet, job_id, expected):
+    row = _row(fleet, "SELECT * FROM job_utilisation WHERE job_id = $j", {"j": job_id})
+    for column, value in expected.items():
+        assert row[column] == (pytest.approx(value) if isinstance(value, float) else value), column
+
+
+@pytest.mark.parametrize(
+    "team, queue, expected",
+    [
+        # llm/batch: j8 only -> 8 measured, 0.9 busy, share 0.1125, 7 idle.
+        ("llm", "batch", {"measured_gpu_h": 8.0, "busy_gpu_h": 0.9, "busy_share": 0.9 / 8, "idle_gpu_h": 7.0,
+                          "jobs": 1, "top_idle_jobs": ["j8"]}),
+        # search/infer: 4711 (2/7, busy 0.2/7) + 4712 (1/7, busy 0.02/7, idle 1/7).
+        ("search", "infer", {"measured_gpu_h": 3 / 7, "busy_gpu_h": 0.22 / 7, "busy_share": 0.22 / 3,
+                             "idle_gpu_h": 1 / 7, "jobs": 2, "top_idle_jobs": ["4712"]}),
+        # the pod without a jobs row
+        ("unknown", "unknown", {"measured_gpu_h": 3 / 7, "idle_gpu_h": 0.0, "top_idle_jobs": []}),
+    ],
+)
+def test_team_utilisation_weekly(fleet, team, queue, expected):
+    row = _row(fleet, "SELECT * FROM team_utilisation_weekly WHERE team = $t AND queue = $q", {"t": team, "q": queue})
+    assert (row["week"], row["cluster"]) == ("2026-W48", "c1")
+    for column, value in expected.items():
+        got = row[column] if column != "top_idle_jobs" else list(row[column] or [])
+        assert got == (pytest.approx(value) if isinstance(value, float) else value), column
+
+
+def test_mig_packing_on_the_fleet(fleet):
+    # notebook (jn): p95 10 %, peak 8 GiB on an H100. With 20 % headroom it needs 12 % of the
+    # compute (1g: 1/7 = 14.3 %) and 9.6 GB (1g.10gb): one seventh of a GPU -> frees 6/7 GPU-h of
+    # its 1 GPU-h, 6/7 / 168 GPUs on average over the week. finetune (j8) has p95 90 %: no advice.
+    rows = fleet.execute("SELECT workload, profile, gpu_h, freed_gpu_h, gpus_freed FROM mig_packing").fetchall()
+    assert len(rows) == 1
+    workload, profile, gpu_h, freed, gpus = rows[0]
+    assert (workload, profile) == ("notebook", "1g.10gb")
+    assert gpu_h == pytest.approx(1.0) and freed == pytest.approx(6 / 7) and gpus == pytest.approx(6 / 7 / 168)
+
+
+@pytest.mark.parametrize(
+    "model, p95, peak_gib, expected",
+    [
+        # H100: compute >= p95 x 1.2, memory >= peak x 1.2; smallest share of a GPU wins.
+        (H100, 0.10, 8.0, ("1g.10gb", 1 / 7)),
+        (H100, 0.10, 12.0, ("1g.20gb", 1 / 4)),  # 14.4 GB: 1g.20gb (4 per GPU) beats 2g.20gb (3)
+        (H100, 0.30, 12.0, ("3g.40gb", 1 / 2)),  # needs 36 %: 2g = 28.6 % is short, 3g = 42.9 %
+        (H100, 0.45, 30.0, None),  # needs 54 %: only 4g / 7g, which take a whole GPU: no advice
+        (H100, 0.60, 1.0, None),  # p95 above packing_max_activity (50 %): not a candidate
+        ("NVIDIA H200", 0.10, 16.0, ("1g.35gb", 1 / 4)),  # 19.2 GB > 1g.18gb's 18
+        ("NVIDIA B200", 0.10, 16.0, ("1g.23gb", 1 / 7)),
+        ("NVIDIA A100-SXM4-40GB", 0.10, 4.0, ("1g.5gb", 1 / 7)),
+        ("NVIDIA L40S", 0.10, 4.0, None),  # no MIG on this model
+    ],
+)
+def test_mig_packing_profile_choice(model, p95, peak_gib, expected):
+    from pipelines.store import connect
+
+    con = connect(":memory:")
+    ensure_schema(con)
+    _insert(con, "nodes", [{"node": "n", "cluster": "c", "instance_type": None, "gpu_model": model,
+                            "gpu_count": 1, "nic_expected": None}])
+    con.execute("CREATE TABLE gpu_activity_windows AS SELECT 'c' AS cluster, 'n' AS node, 0::SMALLINT AS gpu, "
+                "NULL::SMALLINT AS gpu_i_id, NULL::VARCHAR AS gpu_i_profile, $ts::TIMESTAMPTZ AS start_ts, "
+                "3600.0 AS window_s, $a::DOUBLE AS activity, $mib::DOUBLE AS fb_used_mib, 1.0 AS gpu_share, "
+                "'j' AS job_id, 0 AS attempt, 'whole_node' AS mapped_by",
+                {"ts": T0, "a": p95, "mib": peak_gib * 1024})
+    params = Settings().sql_params()
+    execute(con, "derived/mig_profiles", params)
+    execute(con, "derived/mig_packing", params)
+    rows = con.execute("SELECT profile, gpu_share FROM mig_packing").fetchall()
+    if expected is None:
+        assert rows == []
+    else:
+        assert len(rows) == 1 and rows[0][0] == expected[0] and rows[0][1] == pytest.approx(expected[1])
