@@ -225,3 +225,16 @@ def test_mig_packing_profile_choice(model, p95, peak_gib, expected):
         assert rows == []
     else:
         assert len(rows) == 1 and rows[0][0] == expected[0] and rows[0][1] == pytest.approx(expected[1])
+
+
+def test_weekly_summary_gains_busy_share_and_mig_freeable_gpus(fleet):
+    # Allocated GPU-h in telemetry: j8 8 + 4711 2/7 + 4712 1/7 + chat 3/7 + jn 1 = 9 + 6/7.
+    # Busy: 0.9 + 0.2/7 + 0.02/7 + 1.5/7 + 0.1 = 1.0 + 1.72/7. Idle: 7 + 1/7.
+    # MIG packing frees notebook's 6/7 GPU-h over 168 h.
+    row = _row(fleet, "SELECT * FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'")
+    assert row["measured_allocated_gpu_h"] == pytest.approx(9 + 6 / 7)
+    assert row["busy_share_allocated"] == pytest.approx((1.0 + 1.72 / 7) / (9 + 6 / 7))
+    assert row["allocated_idle_gpu_h"] == pytest.approx(7 + 1 / 7)
+    assert row["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
+    assert _row(fleet, "SELECT gpus_freeable_by_mig FROM weekly_summary WHERE week = '2026-W48' "
+                "AND cluster = 'c1'")["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
