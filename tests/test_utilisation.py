@@ -238,3 +238,17 @@ def test_weekly_summary_gains_busy_share_and_mig_freeable_gpus(fleet):
     assert row["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
     assert _row(fleet, "SELECT gpus_freeable_by_mig FROM weekly_summary WHERE week = '2026-W48' "
                 "AND cluster = 'c1'")["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
+
+
+def test_export_writes_the_utilisation_tables(fleet, tmp_path):
+    from pipelines.export import export_week
+    from pipelines.weeks import IsoWeek
+
+    tables = ["gpu_utilisation_daily", "job_utilisation", "team_utilisation_weekly", "mig_packing"]
+    results = {r.table: r.rows for r in export_week(fleet, IsoWeek.parse("2026-W48"), tmp_path / "lake",
+                                                    tables=tables)}
+    # 8 + 3 + 1 GPU / instance rows on 2026-11-23; jobs j8, jn, 4711, 4712 ended in W48 (the pod
+    # has no jobs row); 4 team rows (llm/batch, llm/dev, search/infer, unknown/unknown); 1 packing row.
+    assert results == {"gpu_utilisation_daily": 12, "job_utilisation": 4, "team_utilisation_weekly": 4,
+                       "mig_packing": 1}
+    assert (tmp_path / "lake" / "mig_packing" / "cluster=c1" / "week=2026-W48").is_dir()

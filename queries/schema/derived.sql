@@ -37,3 +37,16 @@ CREATE TABLE IF NOT EXISTS mig_packing (
     gpu_h DOUBLE, p95_activity DOUBLE, peak_memory_gib DOUBLE, profile VARCHAR, gpu_share DOUBLE,
     packed_gpu_h DOUBLE, freed_gpu_h DOUBLE, gpus_freed DOUBLE, week_start DATE
 );
+
+CREATE TABLE IF NOT EXISTS gpu_utilisation_daily (
+    cluster VARCHAR, node VARCHAR, gpu SMALLINT, gpu_i_id SMALLINT, gpu_i_profile VARCHAR, day DATE,
+    sampled_h DOUBLE, allocated_h DOUBLE, busy_h DOUBLE, allocated_busy_h DOUBLE, idle_allocated_h DOUBLE,
+    mean_activity DOUBLE, p95_activity DOUBLE, peak_memory_gib DOUBLE, mean_memory_gib DOUBLE, jobs BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS job_utilisation (
+    cluster VARCHAR, job_id VARCHAR, name VARCHAR, team VARCHAR, queue VARCHAR, num_gpus INTEGER,
+    allocated_gpu_h DOUBLE, measured_gpu_h DOUBLE, busy_gpu_h DOUBLE, mean_activity DOUBLE,
+    p95_activity DOUBLE, peak_memory_gib DOUBLE, idle_gpu_h DOUBLE, gpus_mapped BIGINT, gpus_used BIGINT,
+    mapped_by VARCHAR, on_mig BOOLEAN
+);
