@@ -252,3 +252,21 @@ def test_export_writes_the_utilisation_tables(fleet, tmp_path):
     assert results == {"gpu_utilisation_daily": 12, "job_utilisation": 4, "team_utilisation_weekly": 4,
                        "mig_packing": 1}
     assert (tmp_path / "lake" / "mig_packing" / "cluster=c1" / "week=2026-W48").is_dir()
+
+
+def test_weekly_report_shows_teams_and_mig_packing(fleet):
+    import json
+
+    from pipelines.report import build_report, to_json, to_markdown
+    from pipelines.weeks import IsoWeek
+
+    report = build_report(fleet, IsoWeek.parse("2026-W48"))
+    markdown = to_markdown(report)
+    assert "Utilisation by team and queue" in markdown and "MIG packing" in markdown
+    # llm/batch leads by idle GPU-hours (7.0) with j8; notebook fits a 1g.10gb.
+    assert report.utilisation.row(0, named=True)["team"] == "llm"
+    assert report.utilisation.row(0, named=True)["top_idle_jobs"] == ["j8"]
+    assert "| notebook | c1 |" in markdown and "1g.10gb" in markdown
+    summary = {r["metric"]: r["value"] for r in json.loads(to_json(report))["summary"]}
+    assert summary["allocated_idle_gpu_h"] == pytest.approx(7 + 1 / 7)
+    assert summary["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
