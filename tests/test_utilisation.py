@@ -270,3 +270,25 @@ def test_weekly_report_shows_teams_and_mig_packing(fleet):
     summary = {r["metric"]: r["value"] for r in json.loads(to_json(report))["summary"]}
     assert summary["allocated_idle_gpu_h"] == pytest.approx(7 + 1 / 7)
     assert summary["gpus_freeable_by_mig"] == pytest.approx(6 / 7 / 168)
+
+
+@pytest.mark.parametrize("table", ["gpu_job_assignments", "gpu_activity_windows", "gpu_utilisation_daily",
+                                   "job_utilisation", "team_utilisation_weekly", "mig_packing", "mig_profiles"])
+def test_every_column_is_documented(fleet, table):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    columns = [c[0] for c in fleet.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    missing = [c for c in columns if f"`{c}`" not in text]
+    assert missing == [], f"{table}: document {missing} in docs/metrics.md"
+
+
+def test_every_setting_is_documented():
+    import dataclasses
+    from pathlib import Path
+
+    from pipelines.config import UtilisationSettings
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    missing = [f.name for f in dataclasses.fields(UtilisationSettings) if f"`{f.name}`" not in text]
+    assert missing == []
