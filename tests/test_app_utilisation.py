@@ -70,8 +70,9 @@ def test_the_job_page_shows_the_job_utilisation(use_db: Path) -> None:
     no_errors(at)
     lines = [m.value for m in at.markdown if m.value.startswith("**Utilisation:**")]
     # 0.9 busy of 8 GPU-h: 11.25 % mean; p95 of 60 windows at 90 % and 420 at 0 % is 90 %.
-    assert lines == ["**Utilisation:** mean activity 11.25 %, p95 90.00 % · 1 of 8 GPUs used · 7.0 GPU-h "
-                     "allocated but idle of 8.0 GPU-h in telemetry · memory high-water 40.0 GiB"]
+    expected = ("**Utilisation:** mean activity 11.25 %, p95 90.00 % · 1 of 8 GPUs used · 7.0 GPU-h "
+                "allocated but idle of 8.0 GPU-h in telemetry · memory high-water 40.0 GiB")
+    assert lines == [expected]
 
 
 def test_the_node_page_marks_mig_partitioned_gpus(use_db: Path) -> None:

@@ -767,6 +767,11 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
     for i in range(2):
         lines.append(f'DCGM_FI_DEV_GPU_TEMP{{{device},Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} '
                      f"{40 + i} {t0 + 30 * i:.3f}")
+    # An XID reported on an instance's series still names the physical GPU.
+    lines.append("# TYPE DCGM_FI_DEV_XID_ERRORS gauge")
+    for i, code in enumerate((0, 48)):
+        lines.append(f'DCGM_FI_DEV_XID_ERRORS{{{device},GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",'
+                     f'Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} {code} {t0 + 30 * i:.3f}')
     lines.append("# EOF")
     text = tmp_path / "mig.om.txt"
     text.write_text("\n".join(lines) + "\n")
@@ -791,6 +796,8 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
         ("DCGM_FI_DEV_GPU_TEMP", [40.0, 41.0])
     ]
     assert not any("skipped" in w for w in report.warnings)
+    assert con.execute("SELECT node, gpu, uuid, kind, code FROM gpu_events").fetchall() == [
+        ("gpu-node-07", 0, uuid, "xid", 48)]
 
 
 @pytest.mark.parametrize(
