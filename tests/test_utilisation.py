@@ -292,3 +292,25 @@ def test_every_setting_is_documented():
     text = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
     missing = [f.name for f in dataclasses.fields(UtilisationSettings) if f"`{f.name}`" not in text]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "idle_activity, expected_idle_4712",
+    [
+        (0.05, 1 / 7),  # 2 % < 5 %: its hour on a 1g.10gb (1/7 GPU) is idle
+        (0.02, 0.0),  # 2 % is not below 2 %
+    ],
+)
+def test_the_idle_threshold_is_a_setting(tmp_path, idle_activity, expected_idle_4712):
+    import dataclasses
+
+    from pipelines.config import UtilisationSettings
+    from pipelines.store import connect
+
+    con = connect(str(tmp_path / "fleet.duckdb"))
+    build_fleet(con)
+    settings = dataclasses.replace(Settings(), utilisation=UtilisationSettings(idle_activity=idle_activity))
+    compute(con, settings, force=True)
+    idle = con.execute("SELECT idle_gpu_h FROM job_utilisation WHERE job_id = '4712'").fetchall()[0][0]
+    con.close()
+    assert idle == pytest.approx(expected_idle_4712)
