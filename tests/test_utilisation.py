@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pipelines.compute import compute
 from pipelines.config import Settings
@@ -314,3 +316,43 @@ def test_the_idle_threshold_is_a_setting(tmp_path, idle_activity, expected_idle_
     idle = con.execute("SELECT idle_gpu_h FROM job_utilisation WHERE job_id = '4712'").fetchall()[0][0]
     con.close()
     assert idle == pytest.approx(expected_idle_4712)
+
+
+_WINDOW = st.tuples(st.sampled_from(["n1", "n2"]), st.integers(0, 1), st.sampled_from([None, 1]),
+                    st.integers(0, 2 * 24 * 60), st.sampled_from([30.0, 60.0]),
+                    st.floats(0, 1, allow_nan=False), st.sampled_from([None, "a", "b", "c"]))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(windows=st.lists(_WINDOW, max_size=40, unique_by=lambda w: w[:4]))
+def test_the_utilisation_tables_agree(windows):
+    """Whatever the windows: busy and idle never exceed what was measured, and the per-GPU, per-job
+    and per-team tables count the same allocated hours (instances x gpu_share in the job tables)."""
+    from pipelines.store import connect
+
+    con = connect(":memory:")
+    ensure_schema(con)
+    _insert(con, "jobs", [{"job_id": j, "name": j, "user": "u", "team": "t" + j, "queue": "q", "submit_ts": T0,
+                           "start_ts": T0, "end_ts": T0, "num_gpus": 1, "state": "succeeded", "exit_code": 0,
+                           "reason": None} for j in "abc"])
+    con.execute("CREATE TABLE gpu_activity_windows (cluster VARCHAR, node VARCHAR, gpu SMALLINT, gpu_i_id SMALLINT, "
+                "gpu_i_profile VARCHAR, start_ts TIMESTAMPTZ, window_s DOUBLE, activity DOUBLE, fb_used_mib DOUBLE, "
+                "gpu_share DOUBLE, job_id VARCHAR, attempt INTEGER, mapped_by VARCHAR)")
+    con.execute("CREATE TABLE goodput_attempts (job_id VARCHAR, gpus INTEGER, start_us BIGINT, end_us BIGINT)")
+    con.execute("CREATE TABLE attempt_clusters (job_id VARCHAR, job_cluster VARCHAR)")
+    for node, gpu, gi, minute, window_s, activity, job in windows:
+        con.execute("INSERT INTO gpu_activity_windows VALUES ('c', ?, ?, ?, ?, ?, ?, ?, 1024, ?, ?, NULL, ?)",
+                    [node, gpu, gi, None if gi is None else "3g.40gb", T0 + timedelta(minutes=minute), window_s,
+                     activity, 1.0 if gi is None else 3 / 7, job, None if job is None else "labels"])
+    params = Settings().sql_params()
+    for step in ("gpu_utilisation_daily", "job_utilisation", "team_utilisation_weekly"):
+        execute(con, f"derived/{step}", params)
+    assert con.execute("SELECT count(*) FROM gpu_utilisation_daily WHERE busy_h > sampled_h + 1e-9 "
+                       "OR idle_allocated_h > allocated_h + 1e-9 OR allocated_h > sampled_h + 1e-9").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM job_utilisation WHERE busy_gpu_h > measured_gpu_h + 1e-9 "
+                       "OR idle_gpu_h > measured_gpu_h + 1e-9 OR gpus_used > gpus_mapped").fetchall() == [(0,)]
+    expected = sum(w[4] * (1.0 if w[2] is None else 3 / 7) for w in windows if w[6]) / 3600
+    jobs = con.execute("SELECT coalesce(sum(measured_gpu_h), 0) FROM job_utilisation").fetchall()[0][0]
+    teams = con.execute("SELECT coalesce(sum(measured_gpu_h), 0) FROM team_utilisation_weekly").fetchall()[0][0]
+    assert jobs == pytest.approx(expected) and teams == pytest.approx(expected)
+    con.close()
