@@ -28,6 +28,7 @@ JOBS = PAGES_DIR / "jobs.py"
 ANOMALIES = PAGES_DIR / "anomalies.py"
 TELEMETRY = PAGES_DIR / "telemetry.py"
 REMEDIATION = PAGES_DIR / "remediation.py"
+UTILISATION = PAGES_DIR / "utilisation.py"
 
 
 class NothingToShow(GpufleetError):

@@ -68,6 +68,15 @@ def _steps() -> list[Step]:
         Step("job_stalls"),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
+        # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
+        # attempt_clusters and the landing tables; goodput_stack and weekly_summary read them.
+        Step("mig_profiles"),
+        Step("gpu_job_assignments"),
+        Step("gpu_activity_windows"),
+        Step("gpu_utilisation_daily"),
+        Step("job_utilisation"),
+        Step("team_utilisation_weekly"),
+        Step("mig_packing"),
         Step("rank_slowdown", run=build_rank_slowdown),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.

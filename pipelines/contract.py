@@ -11,6 +11,7 @@ LANDING_TABLES: tuple[str, ...] = (
     "nodes",
     "node_conditions",
     "gpu_samples",
+    "gpu_instance_samples",
     "node_samples",
     "gpu_events",
     "jobs",
@@ -24,6 +25,7 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     "nodes": ("node",),
     "node_conditions": ("node", "condition", "ts"),
     "gpu_samples": ("node", "gpu", "metric", "ts"),
+    "gpu_instance_samples": ("node", "gpu", "gpu_i_id", "metric", "ts"),
     "node_samples": ("node", "metric", "ts"),
     "gpu_events": ("node", "gpu", "ts", "kind", "code"),
     "jobs": ("job_id",),
@@ -77,6 +79,7 @@ NON_NEGATIVE: dict[str, tuple[str, ...]] = {
 # Sample values must be finite: NaN or infinity is refused.
 FINITE_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpu_samples": ("value",),
+    "gpu_instance_samples": ("value",),
     "node_samples": ("value",),
 }
 

@@ -66,6 +66,10 @@ EXPORT_TABLES: dict[str, tuple[str, ...]] = {
     "failure_escapes": ("week",),
     "checkpoint_advice": ("week",),
     "node_cost": ("week",),
+    "gpu_utilisation_daily": ("cluster", "day"),
+    "job_utilisation": ("week",),
+    "team_utilisation_weekly": ("cluster", "week"),
+    "mig_packing": ("cluster", "week"),
 }
 derived(*EXPORT_TABLES)  # each one a table `gpufleet compute` builds
 STAGING_PREFIX = ".staging-"

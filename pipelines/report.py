@@ -90,13 +90,17 @@ class WeeklyReport:
     """node, cluster, lost_gpu_h, failure_gpu_h, straggler_gpu_h, waiting_gpu_h, ..."""
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
+    utilisation: pl.DataFrame | None = None
+    """team, queue, jobs, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs."""
+    mig_packing: pl.DataFrame | None = None
+    """workload, cluster, gpu_model, jobs, gpu_h, p95_activity, peak_memory_gib, profile, freed_gpu_h, gpus_freed."""
 
 
 REPORT_TABLES = derived(
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
     "goodput_segments",
-    "failure_escapes", "checkpoint_advice", "node_cost",
+    "failure_escapes", "checkpoint_advice", "node_cost", "team_utilisation_weekly", "mig_packing",
 )
 
 
@@ -147,6 +151,8 @@ def build_report(
         escapes=query_pl(con, "report/escapes", params),
         checkpoints=query_pl(con, "report/checkpoints", params),
         node_cost=query_pl(con, "report/node_cost", params),
+        utilisation=query_pl(con, "report/utilisation", params),
+        mig_packing=query_pl(con, "report/mig_packing", params),
     )
 
 
@@ -303,6 +309,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          format_delta(r["goodput_regained"], "ratio")]
         for r in report.node_cost.iter_rows(named=True)
     ]
+    empty = pl.DataFrame()
+    teams = [
+        [r["team"], r["queue"], str(r["jobs"]), _gpu_h(r["measured_gpu_h"]), _pct(r["busy_share"]),
+         _gpu_h(r["idle_gpu_h"]), ", ".join(r["top_idle_jobs"] or []) or "-"]
+        for r in (report.utilisation if report.utilisation is not None else empty).iter_rows(named=True)
+    ]
+    packing = [
+        [r["workload"], r["cluster"], r["gpu_model"], str(r["jobs"]), _gpu_h(r["gpu_h"]), _pct(r["p95_activity"]),
+         f"{r['peak_memory_gib']:,.1f} GiB", r["profile"], _gpu_h(r["freed_gpu_h"]), f"{r['gpus_freed']:,.2f}"]
+        for r in (report.mig_packing if report.mig_packing is not None else empty).iter_rows(named=True)
+    ]
     sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -355,6 +372,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Node", "Cluster", "Lost GPU-h", "Failures GPU-h", "Straggler GPU-h", "Down while jobs waited GPU-h",
           "Fleet goodput without it", "Goodput regained"], costs,
          "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday."),
+        (f"Utilisation by team and queue (top {len(teams)} by idle GPU-hours)",
+         ["Team", "Queue", "Jobs", "Allocated GPU-h (telemetry)", "Busy share", "Idle GPU-h", "Top idle jobs"],
+         teams,
+         ("Allocated GPU-hours seen in DCGM telemetry (MIG instances by their share of a GPU); busy share = "
+          "graphics-engine-active GPU-hours / allocated; idle: activity below the idle threshold for the "
+          "whole scrape window.")),
+        (f"MIG packing (top {len(packing)})",
+         ["Workload", "Cluster", "GPU model", "Jobs", "GPU-h", "p95 activity", "Peak memory", "MIG profile",
+          "GPU-h freed", "GPUs freed"], packing,
+         ("Workloads holding whole GPUs whose p95 activity and peak memory fit a MIG profile with headroom; "
+          "GPUs freed: GPU-hours freed / 168, on average over the week.")),
     ]
     if report.incomplete is not None and not report.incomplete.is_empty():
         windows = [
@@ -412,6 +440,8 @@ def to_json(report: WeeklyReport) -> str:
         "escapes": _records(report.escapes),
         "checkpoints": _records(report.checkpoints),
         "node_cost": _records(report.node_cost),
+        "utilisation": _records(report.utilisation) if report.utilisation is not None else [],
+        "mig_packing": _records(report.mig_packing) if report.mig_packing is not None else [],
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

@@ -123,6 +123,12 @@ def node_detail(node: str, filters: ui.Filters) -> None:
                          )
 
     st.subheader("GPU telemetry (DCGM)")
+    if ui.has_table("gpu_utilisation_daily"):
+        mig = data.query("node_mig", **params)
+        for row in mig.iter_rows(named=True):
+            st.markdown(f"**MIG-partitioned:** GPU {row['gpu']} · instances {', '.join(row['instances'])} · "
+                        f"mean activity {fmt.pct(row['mean_activity'])} (the charts show the whole GPU's "
+                        "series; per-instance use is on the Utilisation page)")
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
                            all_time=False)
     fields = list(GPU_METRICS)

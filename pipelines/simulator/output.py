@@ -69,6 +69,19 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("value", pa.float64()),
         ]
     ),
+    "gpu_instance_samples": pa.schema(
+        [
+            ("ts", TS),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("uuid", STR),
+            ("gpu_i_id", pa.int16()),
+            ("gpu_i_profile", STR),
+            ("job_id", STR),
+            ("metric", STR),
+            ("value", pa.float64()),
+        ]
+    ),
     "node_samples": pa.schema(
         [("ts", TS), ("node", STR), ("metric", STR), ("value", pa.float64())]
     ),
@@ -315,6 +328,8 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
         },
         schema=SCHEMAS["jobs"],
     )
+    # The simulated fleet partitions no GPU with MIG yet: the table is written, empty.
+    out["gpu_instance_samples"] = SCHEMAS["gpu_instance_samples"].empty_table()
     gt = sim.faults
     out["ground_truth"] = pa.table(
         {

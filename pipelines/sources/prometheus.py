@@ -635,6 +635,8 @@ def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> tuple[Chunk, 
 
 _STAGE_COLUMNS = {
     "gpu_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
+    "gpu_instance_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, gpu_i_id SMALLINT, "
+    "gpu_i_profile VARCHAR, job_id VARCHAR, metric VARCHAR, value DOUBLE",
     "node_samples": "ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
     "node_conditions": "ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
     "gpu_events": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
@@ -643,7 +645,7 @@ _STAGE_COLUMNS = {
 
 # Tables whose chunks are deduplicated as they land (one query per metric, chunks disjoint
 # in time), so the staged rows are already unique by natural key.
-_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "node_samples"})
+_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "gpu_instance_samples", "node_samples"})
 
 
 class Stage:
@@ -843,6 +845,36 @@ def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, da
     return {k: v for k, v in rows}
 
 
+# Kubernetes pod names end in the controller's suffix: Kubeflow replicas `-worker-0`, a batch
+# Job's pods five random characters. What is left is the job's name (kube_jobs' job_id is
+# `namespace/name`).
+_REPLICA_SUFFIX = re.compile(r"-(?:master|worker|launcher|chief|ps|evaluator)-\d+$")
+_JOB_POD_SUFFIX = re.compile(r"-[a-z0-9]{5}$")
+
+
+def job_of_labels(labels: dict[str, str]) -> str | None:
+    """The job a dcgm-exporter series names: Slurm `hpc_job`, else the pod's job
+    (`namespace/<job>`, from `pod`/`namespace` or the 1.x `pod_name`/`pod_namespace`)."""
+    if labels.get("hpc_job"):
+        return labels["hpc_job"]
+    pod = labels.get("pod") or labels.get("pod_name")
+    if not pod:
+        return None
+    namespace = labels.get("namespace") or labels.get("pod_namespace") or "default"
+    name, replaced = _REPLICA_SUFFIX.subn("", pod)
+    if not replaced:
+        name = _JOB_POD_SUFFIX.sub("", pod)
+    return f"{namespace}/{name}"
+
+
+def mig_instance(labels: dict[str, str]) -> tuple[int, str | None, str | None] | None:
+    """(GPU_I_ID, GPU_I_PROFILE, job) of a MIG instance series; None for a whole-device series."""
+    gi = labels.get("GPU_I_ID", "")
+    if not gi.isdigit():
+        return None
+    return int(gi), labels.get("GPU_I_PROFILE") or None, job_of_labels(labels)
+
+
 class _Ingest:
     def __init__(
         self,
@@ -863,7 +895,6 @@ class _Ingest:
         self.report = IngestReport()
         self.stage = Stage(con)
         self.unnamed_series = 0
-        self.mig_series = 0
         self.non_finite = 0
         self.chunks_done = 0
 
@@ -940,10 +971,8 @@ class _Ingest:
         return seeded, (answer.partial[0] if answer.partial else None)
 
     def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
-        """(node, GPU index, UUID) of a dcgm-exporter series; None (counted) for MIG or unnamed series."""
-        if labels.get("GPU_I_ID"):
-            self.mig_series += count
-            return None
+        """(node, physical GPU index, UUID) of a dcgm-exporter series, MIG instance series
+        included (an instance belongs to its GPU); None (counted) for unnamed series."""
         node = node_of(labels, self.s.node_labels)
         gpu = labels.get("gpu")
         if node is None or gpu is None or not gpu.isdigit():
@@ -978,31 +1007,49 @@ class _Ingest:
             self.land_node_metric(q, series)
 
     def land_gpu(self, chunk: Chunk, queried: str) -> None:
-        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it)."""
+        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it).
+
+        Whole-device series land in gpu_samples, MIG instance series (label `GPU_I_ID`) in
+        gpu_instance_samples, so device health never reads a per-instance value."""
         idents = [self.gpu_identity(labels) for labels in chunk.labels]
-        named = np.array([i is not None for i in idents], dtype=bool)
+        instances = [mig_instance(labels) if ident else None for ident, labels in zip(idents, chunk.labels, strict=True)]
+        device = np.array([i is not None and m is None for i, m in zip(idents, instances, strict=True)], dtype=bool)
+        mig = np.array([m is not None for m in instances], dtype=bool)
         ids = chunk.series_ids()
-        keep = named[ids]
-        ids = ids[keep]
         per_series = pl.DataFrame(
             {
                 "node": [i[0] if i else None for i in idents],
                 "gpu": [i[1] if i else None for i in idents],
                 "uuid": [i[2] if i else None for i in idents],
+                "gpu_i_id": [m[0] if m else None for m in instances],
+                "gpu_i_profile": [m[1] if m else None for m in instances],
+                "job_id": [m[2] if m else None for m in instances],
                 "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
-            schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
+            schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "gpu_i_id": pl.Int16,
+                    "gpu_i_profile": pl.String, "job_id": pl.String, "metric": pl.String},
         )
-        frame = pl.DataFrame(
-            {"ts": chunk.ts[keep], "value": chunk.values[keep]}
-        ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
-        gathered = per_series[ids]  # one row per sample, in sample order
-        frame = pl.concat([frame, gathered], how="horizontal").select("ts", "node", "gpu", "uuid", "metric", "value")
-        keys = [(i[0], i[1], lab.get("__name__") or queried) for i, lab in zip(idents, chunk.labels, strict=True) if i]
-        if len(set(keys)) < len(keys):
-            # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
-            frame = frame.unique(subset=["ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
-        self.stage.add("gpu_samples", frame)
+        for table, wanted, columns, key in (
+            ("gpu_samples", device, ["ts", "node", "gpu", "uuid", "metric", "value"],
+             ["ts", "node", "gpu", "metric"]),
+            ("gpu_instance_samples", mig,
+             ["ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric", "value"],
+             ["ts", "node", "gpu", "gpu_i_id", "metric"]),
+        ):
+            keep = wanted[ids]
+            if not keep.any():
+                continue
+            frame = pl.DataFrame(
+                {"ts": chunk.ts[keep], "value": chunk.values[keep]}
+            ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
+            gathered = per_series[ids[keep]]  # one row per sample, in sample order
+            frame = pl.concat([frame, gathered], how="horizontal").select(columns)
+            series_keys = per_series.filter(pl.Series(wanted)).select(key[1:])
+            if series_keys.height > series_keys.unique().height:
+                # Two series for one GPU (or instance) and field (e.g. the exporter scraped by
+                # two jobs): keep the first.
+                frame = frame.unique(subset=key, keep="first", maintain_order=True)
+            self.stage.add(table, frame)
 
     def land_xid(self, q: _Query, series: list, previous: dict) -> None:
         cols: dict[str, list] = {k: [] for k in ("ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
@@ -1349,8 +1396,6 @@ def ingest_prometheus(
                 f"{run.unnamed_series} series had no node or GPU label "
                 f"(looked for {', '.join(settings.node_labels)}) and were skipped."
             )
-        if run.mig_series:
-            report.warnings.append(f"{run.mig_series} MIG instance series (GPU_I_ID) were skipped.")
         items = run.stage.inputs(f"prometheus {client.shown_url}")
         if nodes is not None:
             items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
