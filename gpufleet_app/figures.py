@@ -190,3 +190,36 @@ def fleet_heatmap(cells: pl.DataFrame, value: str, label: str) -> go.Figure:
     fig.update_xaxes(type="date", tickformat=charts.DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(autorange="reversed", type="category")
     return _layout(fig, f"{label} per node and hour", height=max(320, min(4000, 12 * len(nodes) + 160)))
+
+
+def nvlink_traffic(traffic: pl.DataFrame) -> go.Figure:
+    """NVLink traffic per GPU, MiB/s averaged over each bucket (the counter's rate, never its total)."""
+    fig = go.Figure()
+    for index, gpu in enumerate(sorted(traffic["gpu"].unique().to_list())):
+        part = traffic.filter(pl.col("gpu") == gpu)
+        fig.add_scatter(x=charts._utc_naive(part["bucket_ts"]), y=part["mib_per_s"].to_numpy(), mode="lines",
+                        line={"shape": "hv", "width": 1.5, "color": PALETTE[index % len(PALETTE)]},
+                        name=f"gpu {gpu}", hovertemplate=f"gpu {gpu}: %{{y:,.1f}} MiB/s<extra></extra>")
+    fig.update_yaxes(title_text="MiB/s", rangemode="tozero")
+    return _layout(fig, "NVLink traffic per GPU (MiB/s, hourly mean)", height=320)
+
+
+def nic_links(links: pl.DataFrame) -> go.Figure:
+    """Network links up per bucket (fewest and most in the bucket's scrapes) against the links the
+    node should have: a link down for one scrape shows as a dip of the `fewest` line."""
+    fig = go.Figure()
+    x = charts._utc_naive(links["bucket_ts"])
+    fig.add_scatter(x=x, y=links["links_max"].to_numpy(), mode="lines", name="most up",
+                    line={"shape": "hv", "width": 1, "color": "#1f77b4"})
+    fig.add_scatter(x=x, y=links["links_min"].to_numpy(), mode="lines", name="fewest up",
+                    line={"shape": "hv", "width": 2, "color": charts.STATE_COLORS["unavailable"]})
+    expected = links["expected"].drop_nulls()
+    top = max(float(links["links_max"].max() or 0), float(expected.max() or 0) if expected.len() else 0.0)
+    if expected.len():
+        fig.add_hline(y=float(expected[0]), line={"dash": "dash", "color": "#111", "width": 1})
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"expected ({expected[0]:.0f})",
+                        line={"dash": "dash", "color": "#111", "width": 1})
+    # whole links: integer ticks from 0, with room above the expected line
+    fig.update_yaxes(title_text="links up", range=[0, top + 1 if top else 1],
+                     dtick=charts.count_tick(int(top) + 1), rangemode="tozero")
+    return _layout(fig, "Network links up (InfiniBand / EFA)", height=300)

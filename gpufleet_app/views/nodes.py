@@ -6,7 +6,8 @@ import streamlit as st
 from gpufleet_app import charts, data, figures, fmt, telemetry, ui
 
 # DCGM fields the drill-down can chart, with units (dcgm-exporter names). Error counters are
-# not charted here as cumulative totals: the telemetry sections show them as rates per hour.
+# not charted here as cumulative totals: the telemetry sections show them (and the NVLink
+# traffic counter) as rates.
 GPU_METRICS = {
     "DCGM_FI_DEV_SM_CLOCK": "SM clock (MHz)",
     "DCGM_FI_DEV_POWER_USAGE": "Power (W)",
@@ -17,7 +18,6 @@ GPU_METRICS = {
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "Row remap failure (0/1)",
     "DCGM_FI_DEV_XID_ERRORS": "Last XID (code)",
     "DCGM_FI_DEV_FB_USED": "Framebuffer used (MiB)",
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "NVLink bandwidth (total)",
     "DCGM_FI_DEV_MEM_CLOCK": "Memory clock (MHz)",
 }
 METRIC_BUCKET_S = 900  # 15-minute averages: 672 points per GPU for a week
