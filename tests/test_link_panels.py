@@ -5,7 +5,6 @@ never as a negative rate) and the network links up per hour against the expected
 
 from __future__ import annotations
 
-import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
