@@ -94,10 +94,11 @@ def lost_pareto(pareto: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=labels, y=share, name="cumulative %", mode="lines+markers",
                     line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
-    fig.update_yaxes(title_text="GPU-hours lost", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="GPU-hours lost", secondary_y=False, rangemode="tozero",
+                     dtick=charts.nice_step(float(ranked["lost_gpu_h"].max() or 0)))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
-    return _layout(fig, "GPU-hours lost by cause (Pareto)", height=380)
+    return charts.legend_below(_layout(fig, "GPU-hours lost by cause (Pareto)", height=420))
 
 
 # ---------------------------------------------------------------- node telemetry
