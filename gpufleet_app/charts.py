@@ -48,10 +48,11 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     return fig
 
 
-def legend_below(fig: go.Figure) -> go.Figure:
+def legend_below(fig: go.Figure, y: float = -0.12) -> go.Figure:
     """The legend under the plot, left-aligned: on a half-width chart a legend above the plot
-    wraps onto the title; below, plotly grows the bottom margin to fit it."""
-    fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top"},
+    wraps onto the title; below, plotly grows the bottom margin to fit it. `y` (a share of the
+    plot's height) clears tilted tick labels."""
+    fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": y, "yanchor": "top"},
                       margin={"t": 50, "b": 10})
     return fig
 
@@ -196,7 +197,7 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
                      dtick=count_tick(pareto["attempts"].max()))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
-    return legend_below(_layout(fig, "Failed attempts by cause (Pareto)", height=420))
+    return legend_below(_layout(fig, "Failed attempts by cause (Pareto)", height=440), y=-0.35)
 
 
 def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str], title: str,

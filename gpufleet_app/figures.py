@@ -98,7 +98,7 @@ def lost_pareto(pareto: pl.DataFrame) -> go.Figure:
                      dtick=charts.nice_step(float(ranked["lost_gpu_h"].max() or 0)))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
-    return charts.legend_below(_layout(fig, "GPU-hours lost by cause (Pareto)", height=420))
+    return charts.legend_below(_layout(fig, "GPU-hours lost by cause (Pareto)", height=440), y=-0.35)
 
 
 # ---------------------------------------------------------------- node telemetry
