@@ -7,7 +7,7 @@ APP_STAMP := $(VENV)/.installed-app
 SCALE ?= S
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench eval check format-check docs clean
+.PHONY: demo test bench eval check format-check docs clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ bench: $(STAMP)
 
 eval: $(STAMP)
 	$(BIN)/gpufleet evaluate --seeds 1..5
+
+# docs/screenshots/*.png: every page at 1500x1000 in headless Chromium, from the demo database
+# (`gpufleet demo --no-app` first builds it when SCREENSHOT_DB does not exist).
+SCREENSHOT_DB ?= fleet.duckdb
+screenshots: $(STAMP)
+	test -f $(SCREENSHOT_DB) || $(BIN)/gpufleet --db $(SCREENSHOT_DB) demo --no-app
+	$(BIN)/python -m tests.screenshots --db $(SCREENSHOT_DB) --out docs/screenshots
 
 LINTED := pipelines gpufleet_app tests testkit app.py benchmarks
 

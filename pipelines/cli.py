@@ -483,8 +483,10 @@ def _stage(done: str, doing: str) -> Iterator[None]:
 @app.command()
 def demo(
     ctx: typer.Context,
-    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
-    days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
+    # Three full ISO weeks, so the dashboard has week-over-week deltas and sparklines; 24 nodes keep
+    # the GPU-days (and so the simulate/load/compute time) near one week of 64 nodes.
+    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 24,
+    days: Annotated[int, typer.Option(help="Days of telemetry (21: three ISO weeks).")] = 21,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
     data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path("demo-data"),
     no_app: Annotated[bool, typer.Option("--no-app", help="Stop after computing; print a summary.")] = False,

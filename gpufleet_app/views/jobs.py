@@ -85,7 +85,8 @@ def job_detail(job_id: str) -> None:
     )
     (st.error if job["failure_class"] in ("hardware", "software") else st.info)(f"Outcome: {verdict}")
 
-    columns = st.columns(6)
+    # two rows of three cards: six in one row cut values such as "Straggler drag 17.4 min"
+    columns = [*st.columns(3), *st.columns(3)]
     columns[0].metric("Goodput", fmt.pct(job["goodput"]), border=True,
                       help="Productive time / wall time (first attempt start to job end).")
     columns[1].metric("ETTR", fmt.pct(job["ettr"]), border=True,

@@ -117,8 +117,9 @@ else:
                  "unavailable + unknown. Click a row to open the node.")
     event = ui.table(
         offenders.select(
-            "node", "cluster", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
-            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
+            "node", pl.col("ladder_step").fill_null("—"), "cost_gpu_h",
+            (pl.col("availability") * 100).alias("availability_pct"), "unavailable_gpu_h", "unknown_gpu_h",
+            "anomalies", "cluster",
         ),
         container=left,
         on_select="rerun",
