@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipelines.config import AvailabilitySettings
 from pipelines.sql import load_sql, param_names, queries_dir, query_pl
 from pipelines.store import connect
 
@@ -32,6 +33,8 @@ QUERY_PARAMS: dict[str, dict[str, Any]] = {
     "trends": {"weeks": 12},
     "node_counter_rates": {"bucket_s": 3600},
     "fleet_heatmap": {"metric": "DCGM_FI_DEV_GPU_TEMP"},
+    # The node page passes the availability setting (its default here).
+    "node_conditions": {"good_when_true_suffixes": list(AvailabilitySettings().good_when_true_suffixes)},
 }
 _QUERY_CALL = re.compile(r"""query\(\s*["']([a-z0-9_]+)["']""")
 _APP_IMPORT = re.compile(r"^from gpufleet_app import ([a-z_, ]+)$", re.MULTILINE)
