@@ -46,7 +46,19 @@ TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mtbf_h", "MTBF", "hours"),
     ("mttr_h", "MTTR", "hours"),
     ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
+    ("escape_rate", "Escape rate", "ratio"),
 )
+TRENDS_WHEN_PRESENT = frozenset({"escape_rate"})
+"""Trend columns shown only when some week has a value (the escape rate needs fleet failures)."""
+
+
+def trend_columns(trends: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """TREND_COLUMNS without the optional ones no week of `trends` has a value for."""
+    return [
+        column for column in TREND_COLUMNS
+        if column[0] not in TRENDS_WHEN_PRESENT
+        or (column[0] in trends.columns and trends[column[0]].is_not_null().any())
+    ]
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -281,9 +293,10 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          r["severity"], _shorten(r["why"] or "", 120)]
         for r in report.remediation.iter_rows(named=True)
     ]
+    shown_trends = trend_columns(report.trends)
     trends = [
         [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
-         *[format_value(r[column], unit) for column, _, unit in TREND_COLUMNS]]
+         *[format_value(r[column], unit) for column, _, unit in shown_trends]]
         for r in report.trends.iter_rows(named=True)
     ]
     groups = [
@@ -336,7 +349,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
          ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
           "never counted as failures of the fleet, whatever else happened on the node.")),
-        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in TREND_COLUMNS]], trends,
+        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in shown_trends]], trends,
          ("Per ISO week and cluster, from the weekly summary; a week without data has no row. "
           "MTBF n/a: no failure that week.")),
         ("Goodput by team and queue",
