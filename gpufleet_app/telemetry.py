@@ -39,7 +39,7 @@ def node_sections(params: dict[str, Any]) -> None:
 def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC, PCIe replay") -> None:
     """The chart and table of the counters in `rates` (rows of node_counter_rates.sql)."""
     if rates.is_empty():
-        st.info(f"This node reports no error counters ({what}) this week.")
+        st.info(f"This node reports none of these counters ({what}) this week.")
         return
     totals = (
         rates.group_by("counter", "gpu", maintain_order=True)
