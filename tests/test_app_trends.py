@@ -179,7 +179,8 @@ def test_team_and_queue_tables_split_the_same_allocation(use_db: Path) -> None:
 
 
 def test_escape_rate_trend_only_when_a_week_has_one() -> None:
-    from gpufleet_app.trends import TREND_METRICS, shown_metrics
+    from gpufleet_app.trends import shown_metrics
+    from pipelines.trend_metrics import TREND_METRICS
 
     none_yet = pl.DataFrame({"escape_rate": [None, None]}, schema={"escape_rate": pl.Float64})
     assert "escape_rate" not in [c for c, _, _ in shown_metrics(none_yet)]
