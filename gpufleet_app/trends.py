@@ -93,7 +93,7 @@ def failure_pareto(container, pareto: pl.DataFrame) -> None:
     container.caption(
         f"GPU-hours lost = wasted progress (work after the last checkpoint, GPUs x time) + the "
         f"recovery gap before the retry (the job's GPUs x time): "
-        f"{fmt.gpu_hours(pareto['lost_gpu_h'].sum())} this week. Causes as in the count."
+        f"{fmt.gpu_hours(float(pareto['lost_gpu_h'].sum()))} this week. Causes as in the count."
     )
 
 
