@@ -1,4 +1,5 @@
-"""Shared fixtures: a real DuckDB file per test, the app's database, and the CI rule that nothing skips."""
+"""Shared fixtures: a real DuckDB file per test, the computed report fixture, the app's database,
+and the CI rule that nothing skips."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from pipelines.store import open_store
 from tests.app_fixture import build_app_db
+from tests.report_fixture import computed_fixture
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -32,6 +34,12 @@ def con(db_path: Path):
     connection = open_store(db_path)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def fixture_db(tmp_path: Path) -> Path:
+    """A copy of the hand-made fleet with every derived table computed (tests/report_fixture.py)."""
+    return computed_fixture(tmp_path / "fleet.duckdb")
 
 
 @pytest.fixture(scope="module")
