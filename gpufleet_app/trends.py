@@ -10,34 +10,13 @@ import polars as pl
 import streamlit as st
 
 from gpufleet_app import charts, data, figures, fmt, ui
-
-TREND_WEEKS = 12
-"""Weeks in the sparklines and the Trends section, the chosen week included."""
-
-TREND_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("node_availability", "Node availability %", True),
-    ("job_success_rate", "Job success %", True),
-    ("job_success_rate_gpu_h", "Job success, GPU-h weighted %", True),
-    ("goodput", "Goodput %", True),
-    ("ettr", "ETTR %", True),
-    ("mtbf_h", "MTBF (h)", False),
-    ("mttr_h", "MTTR (h)", False),
-    ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", False),
-    ("escape_rate", "Escape rate %", True),
-)
-"""(weekly_summary column, panel title, is a 0-1 ratio)."""
-
-WHEN_PRESENT = frozenset({"escape_rate"})
-"""Trends drawn only when some week has a value (the escape rate needs fleet failures)."""
+from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
 
 
 def shown_metrics(trend: pl.DataFrame) -> list[tuple[str, str, bool]]:
-    """TREND_METRICS without the optional ones no week of `trend` has a value for."""
-    return [
-        metric for metric in TREND_METRICS
-        if metric[0] not in WHEN_PRESENT
-        or (metric[0] in trend.columns and trend[metric[0]].is_not_null().any())
-    ]
+    """(weekly_summary column, panel title, is a 0-1 ratio) of the trend metrics to draw."""
+    return [(metric.column, metric.title, metric.is_ratio) for metric in shown_trend_metrics(trend)]
+
 
 PARETO_WEIGHTS = {"attempts": "Failed attempts", "lost": "GPU-hours lost"}
 
@@ -114,7 +93,7 @@ def failure_pareto(container, pareto: pl.DataFrame) -> None:
     container.caption(
         f"GPU-hours lost = wasted progress (work after the last checkpoint, GPUs x time) + the "
         f"recovery gap before the retry (the job's GPUs x time): "
-        f"{fmt.gpu_hours(pareto['lost_gpu_h'].sum())} this week. Causes as in the count."
+        f"{fmt.gpu_hours(float(pareto['lost_gpu_h'].sum()))} this week. Causes as in the count."
     )
 
 

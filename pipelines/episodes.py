@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines.config import DetectionSettings, StragglerSettings
 from pipelines.detectors.changepoint import binary_segmentation
 
 EPISODE_COLUMNS: dict[str, pl.DataType] = {
@@ -62,22 +63,29 @@ EPISODE_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
+_DETECTION = DetectionSettings()
+_STRAGGLERS = StragglerSettings()
+
+
 @dataclass(frozen=True)
 class EpisodeParams:
-    ratio_threshold: float = 1.02
-    """A rank is slow in a segment whose median ratio exceeds this (stragglers.median_ratio_threshold)."""
-    peer_z: float = 3.5
-    """... and whose median is this far out (robust z) among the other ranks not slow there."""
-    min_mad: float = 0.005
-    """Floor of the ranks' MAD in that robust z."""
-    min_segment: int = 10
-    """Fewest logged rows of a segment (and of an episode)."""
-    penalty: float = 8.0
-    """Change-point penalty, in noise variances x ln(rows), per change point."""
-    screen_z: float = 5.0
-    """Screening: a window mean this many standard errors above 1 makes the rank a candidate."""
-    min_noise: float = 0.002
-    """Floor of a rank's noise sd (ratios of step_s-only logs are nearly constant)."""
+    """The episode search's settings under short names; each is a setting of `[stragglers]` or
+    `[detection]` (defaults and meaning there, docs/detection.md explains them)."""
+
+    ratio_threshold: float = _STRAGGLERS.median_ratio_threshold
+    """stragglers.median_ratio_threshold: a rank is slow in a segment whose median ratio exceeds it."""
+    peer_z: float = _DETECTION.straggler_peer_z
+    """detection.straggler_peer_z."""
+    min_mad: float = _DETECTION.straggler_min_mad
+    """detection.straggler_min_mad."""
+    min_segment: int = _DETECTION.changepoint_min_segment
+    """detection.changepoint_min_segment: fewest logged rows of a segment (and of an episode)."""
+    penalty: float = _DETECTION.episode_penalty
+    """detection.episode_penalty."""
+    screen_z: float = _DETECTION.episode_screen_z
+    """detection.episode_screen_z."""
+    min_noise: float = _DETECTION.episode_min_noise
+    """detection.episode_min_noise."""
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> EpisodeParams:

@@ -3,9 +3,10 @@
 Content (SQL in `queries/report/`): the weekly summary with week-over-week deltas, the goodput
 stack in GPU-hours, failed attempts by class and cause (state or XID), and the nodes that lost
 the most GPU-hours, failure escapes by detector, checkpoint advice and node cost.
-The 12-week trend table and goodput per team and per queue are the
-dashboard's own queries (`queries/app/trends.sql`, `queries/app/goodput_groups.sql`), so the
-report and the overview show the same numbers. Every number comes from the derived tables
+The 12-week trend table, goodput per team and per queue and utilisation per team and queue are
+the dashboard's own queries (`queries/app/trends.sql`, `queries/app/goodput_groups.sql`,
+`queries/app/utilisation_teams.sql`) and its trend metrics (`pipelines/trend_metrics.py`), so
+the report and the dashboard show the same numbers. Every number comes from the derived tables
 `gpufleet compute` builds.
 """
 
@@ -31,34 +32,12 @@ from pipelines.config import Settings
 from pipelines.errors import GpufleetError
 from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
+from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("md", "json", "html")
 ALL_CLUSTERS = "*"
 """The `cluster` value of all-clusters rows in weekly_summary and of the report's default scope."""
-TREND_WEEKS = 12
-"""Weeks in the trend table, the report's week included (as the dashboard's Trends section)."""
-TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("node_availability", "Availability", "ratio"),
-    ("job_success_rate", "Job success", "ratio"),
-    ("goodput", "Goodput", "ratio"),
-    ("ettr", "ETTR", "ratio"),
-    ("mtbf_h", "MTBF", "hours"),
-    ("mttr_h", "MTTR", "hours"),
-    ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
-    ("escape_rate", "Escape rate", "ratio"),
-)
-TRENDS_WHEN_PRESENT = frozenset({"escape_rate"})
-"""Trend columns shown only when some week has a value (the escape rate needs fleet failures)."""
-
-
-def trend_columns(trends: pl.DataFrame) -> list[tuple[str, str, str]]:
-    """TREND_COLUMNS without the optional ones no week of `trends` has a value for."""
-    return [
-        column for column in TREND_COLUMNS
-        if column[0] not in TRENDS_WHEN_PRESENT
-        or (column[0] in trends.columns and trends[column[0]].is_not_null().any())
-    ]
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -163,7 +142,7 @@ def build_report(
         escapes=query_pl(con, "report/escapes", params),
         checkpoints=query_pl(con, "report/checkpoints", params),
         node_cost=query_pl(con, "report/node_cost", params),
-        utilisation=query_pl(con, "report/utilisation", params),
+        utilisation=query_pl(con, "app/utilisation_teams", params).head(top),
         mig_packing=query_pl(con, "report/mig_packing", params),
     )
 
@@ -293,7 +272,8 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          r["severity"], _shorten(r["why"] or "", 120)]
         for r in report.remediation.iter_rows(named=True)
     ]
-    shown_trends = trend_columns(report.trends)
+    shown_trends = [(m.column, m.report_label, m.unit) for m in shown_trend_metrics(report.trends)
+                    if m.report_label is not None]
     trends = [
         [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
          *[format_value(r[column], unit) for column, _, unit in shown_trends]]

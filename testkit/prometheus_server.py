@@ -8,7 +8,6 @@ plain HTTP or over HTTPS with a throwaway CA made by the `openssl` command.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import polars as pl
 import requests
 
 from pipelines.sources.openmetrics import write_openmetrics
+from testkit.ports import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -29,12 +29,6 @@ STARTUP_TIMEOUT_S = 60.0
 
 def available() -> bool:
     return Path(PROMETHEUS).is_file() and Path(PROMTOOL).is_file()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def backfill(frames: dict[str, pl.DataFrame], storage: Path, host_label: str = "Hostname") -> int:

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real DuckDB file per test, and the CI rule that nothing skips."""
+"""Shared fixtures: a real DuckDB file per test, the computed report fixture, the app's database,
+and the CI rule that nothing skips."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.store import open_store
+from tests.app_fixture import build_app_db
+from tests.report_fixture import computed_fixture
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -31,3 +34,22 @@ def con(db_path: Path):
     connection = open_store(db_path)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def fixture_db(tmp_path: Path) -> Path:
+    """A copy of the hand-made fleet with every derived table computed (tests/report_fixture.py)."""
+    return computed_fixture(tmp_path / "fleet.duckdb")
+
+
+@pytest.fixture(scope="module")
+def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The hand-made fleet of tests/app_fixture.py, computed: built once per test module."""
+    return build_app_db(tmp_path_factory.mktemp("app") / "fleet.duckdb")
+
+
+@pytest.fixture
+def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The app reads `app_db` (a module may override `app_db` with a database of its own)."""
+    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
+    return app_db

@@ -11,17 +11,14 @@ tests. The server is always stopped.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 
 from pipelines.sql import query_pl
 from pipelines.weeks import IsoWeek
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, settle, wait_until_serving
+from testkit.streamlit_server import ROOT, app_server, chromium
+from tests.test_browser import settle
 
 WIDTH, HEIGHT = 1500, 1000
 
@@ -65,47 +62,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--full-page", action="store_true",
                         help="The whole page, not the first 1000 pixels (for checking a layout).")
     args = parser.parse_args(argv)
-    from playwright.sync_api import sync_playwright
-
     week, node, job = drill_downs(args.db)
     args.out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     log_path = args.out / "streamlit.log"
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pipelines", "--db", str(args.db.resolve()), "app", "--port", str(port)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        try:
-            wait_until_serving(base, proc, str(log_path))
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                try:
-                    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-                    page.route("**/*", lambda route: route.continue_()
-                               if route.request.url.startswith((base, "data:", "blob:")) else route.abort())
-                    for name, path, heading in pages(week, node, job):
-                        page.goto(base + path)
-                        page.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
-                        settle(page)
-                        if args.full_page:  # Streamlit scrolls inside its own container: grow the viewport
-                            height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-                            page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 50, 8000)})
-                        page.wait_for_timeout(1500)  # plotly finishes drawing
-                        page.screenshot(path=str(args.out / name))
-                        page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
-                        print(f"{args.out / name}  {path}")
-                finally:
-                    browser.close()
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+    with app_server(args.db.resolve(), log_path) as served, chromium() as browser:
+        base = served.url
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        page.route("**/*", lambda route: route.continue_()
+                   if route.request.url.startswith((base, "data:", "blob:")) else route.abort())
+        for name, path, heading in pages(week, node, job):
+            page.goto(base + path)
+            page.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
+            settle(page)
+            if args.full_page:  # Streamlit scrolls inside its own container: grow the viewport
+                height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+                page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 50, 8000)})
+            page.wait_for_timeout(1500)  # plotly finishes drawing
+            page.screenshot(path=str(args.out / name))
+            page.set_viewport_size({"width": WIDTH, "height": HEIGHT})
+            print(f"{args.out / name}  {path}")
     log_path.unlink()
 
 

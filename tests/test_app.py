@@ -12,21 +12,7 @@ import polars as pl
 import pytest
 
 from pipelines.store import open_store
-from tests.app_fixture import build_app_db
 from tests.app_helpers import metrics, no_errors, open_page, pct, plotly_figures, pp, sql, values
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("app") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
-
-
 
 # ---------------------------------------------------------------- overview
 

@@ -11,7 +11,6 @@ import polars as pl
 import pytest
 
 from gpufleet_app import charts, figures
-from tests.app_fixture import build_app_db
 from tests.app_helpers import no_errors, open_page
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
@@ -118,17 +117,6 @@ def test_anomaly_spans_carry_no_stacked_labels() -> None:
 
 
 # ---------------------------------------------------------------- tables (AppTest)
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("layout") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
 
 
 def frames(at) -> list:

@@ -15,7 +15,6 @@ import duckdb
 import pytest
 
 from pipelines.markdown import escape_markdown
-from tests.app_fixture import build_app_db
 from tests.app_helpers import open_page
 
 CRAFTED = [
@@ -25,17 +24,6 @@ CRAFTED = [
     "`x` :red[evil.example] $x^2$ <http://evil.example> www.evil.example",
     "x\n\n# evil.example\n\n- [a](http://evil.example)",
 ]
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("app") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
 
 
 def live_markdown(text: str) -> list[str]:

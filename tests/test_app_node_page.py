@@ -10,15 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.app_fixture import build_app_db
 from tests.app_helpers import open_page, plotly_figures
 
 T0 = datetime(2026, 11, 25, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("app") / "fleet.duckdb")
 
 
 @pytest.fixture

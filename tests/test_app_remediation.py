@@ -59,12 +59,6 @@ def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
-
-
 def test_the_page_lists_every_node_with_a_step_most_severe_then_costliest(use_db: Path) -> None:
     at = open_page("remediation", week="2026-W48")
     no_errors(at)

@@ -15,24 +15,12 @@ from tests.app_fixture import (
     ECC_NODE,
     NODES,
     REASONS_THROTTLED,
-    build_app_db,
     uuid,
 )
 from tests.app_helpers import no_errors, open_page, plotly_figures, sql, values
 
 W48_START = "TIMESTAMPTZ '2026-11-23 00:00+00'"
 W48_END = "TIMESTAMPTZ '2026-11-30 00:00+00'"
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("telemetry") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
 
 
 def figure(at, title: str) -> dict:

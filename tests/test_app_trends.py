@@ -11,22 +11,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.app_fixture import build_app_db
 from tests.app_helpers import no_errors, open_page, plotly_figures, sql, values
 
 W48_START = "TIMESTAMPTZ '2026-11-23 00:00+00'"
 W48_END = "TIMESTAMPTZ '2026-11-30 00:00+00'"
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("trends") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
 
 
 def summary(db: Path, cluster: str) -> pl.DataFrame:
@@ -191,7 +179,8 @@ def test_team_and_queue_tables_split_the_same_allocation(use_db: Path) -> None:
 
 
 def test_escape_rate_trend_only_when_a_week_has_one() -> None:
-    from gpufleet_app.trends import TREND_METRICS, shown_metrics
+    from gpufleet_app.trends import shown_metrics
+    from pipelines.trend_metrics import TREND_METRICS
 
     none_yet = pl.DataFrame({"escape_rate": [None, None]}, schema={"escape_rate": pl.Float64})
     assert "escape_rate" not in [c for c, _, _ in shown_metrics(none_yet)]

@@ -6,19 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_fixture import build_app_db
 from tests.app_helpers import open_page
-
-
-@pytest.fixture(scope="module")
-def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_app_db(tmp_path_factory.mktemp("app") / "fleet.duckdb")
-
-
-@pytest.fixture
-def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(app_db))
-    return app_db
 
 
 @pytest.mark.parametrize(

@@ -14,19 +14,13 @@ from tests.test_utilisation import build_fleet
 
 
 @pytest.fixture(scope="module")
-def util_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def app_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("util-app") / "fleet.duckdb"
     con = open_store(path)
     build_fleet(con)
     compute(con, Settings(), force=True)
     con.close()
     return path
-
-
-@pytest.fixture
-def use_db(util_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("GPUFLEET_DB", str(util_db))
-    return util_db
 
 
 def test_the_page_shows_teams_idle_jobs_packing_and_models(use_db: Path) -> None:

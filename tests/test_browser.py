@@ -10,94 +10,43 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from testkit.streamlit_server import CHROMIUM, ROOT, app_server, chromium
 from tests.app_fixture import build_app_db
 from tests.conftest import require
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
-STARTUP_TIMEOUT_S = 60
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_serving(base: str, proc: subprocess.Popen, log_name: str) -> None:
-    """Wait for the Streamlit server's health check; fail (naming its log) if it dies or times out."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"streamlit did not start; see {log_name}")
-        time.sleep(0.3)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+def require_chromium() -> None:
     require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
     try:
         import playwright  # noqa: F401
     except ImportError:
         require(False, "playwright-python")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    require_chromium()
     db = build_app_db(tmp_path_factory.mktemp("browser") / "fleet.duckdb")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("log") / "streamlit.log").open("w")
-    # `gpufleet app` runs `streamlit run` on 127.0.0.1; its own session so the kill reaches both.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(base, proc, log.name)
-        yield base, db
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+    with app_server(db, tmp_path_factory.mktemp("log") / "streamlit.log") as served:
+        yield served.url, db
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def settle(page) -> None:
@@ -336,52 +285,39 @@ def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest
         f"node,start_ts,end_ts,reason\n{node},2026-11-24T10:00:00Z,2026-11-24T11:00:00Z,declared late\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    port = free_port()
-    log = (folder / "streamlit.log").open("w")
-    writer_log = (folder / "writer.log").open("w")
-    app = subprocess.Popen([sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
-                           cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     writer = None
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(base, app, log.name)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
-                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  stderr=writer_log)
-        # Every page is served while the writer loads, computes, and holds its unpublished copy.
-        for path, heading in PAGES:
-            page.goto(base + path.format(week=week, node=node, job=job))
-            page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
+    with app_server(db, folder / "streamlit.log") as served, (folder / "writer.log").open("w") as writer_log:
+        base = served.url
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
+                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                      stderr=writer_log)
+            # Every page is served while the writer loads, computes, and holds its unpublished copy.
+            for path, heading in PAGES:
+                page.goto(base + path.format(week=week, node=node, job=job))
+                page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
+                settle(page)
+                no_exception(page)
+                # An error message, not an info that mentions error counters (case-sensitive).
+                assert page.locator('[data-testid="stAlert"]').filter(has_text=re.compile("Error")).count() == 0
+                assert f"Data version {version}," in page.inner_text("body")
+                assert writer.poll() is None  # still writing: it publishes only when told to
+            assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]
+            writer.stdin.write("\n")
+            writer.stdin.flush()
+            assert said(writer, "published")
+            assert writer.wait(timeout=60) == 0
+            page.goto(f"{base}/?week={week}")
+            page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
             settle(page)
             no_exception(page)
-            # An error message, not an info that mentions error counters (case-sensitive).
-            assert page.locator('[data-testid="stAlert"]').filter(has_text=re.compile("Error")).count() == 0
-            assert f"Data version {version}," in page.inner_text("body")
-            assert writer.poll() is None  # still writing: it publishes only when told to
-        assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]
-        writer.stdin.write("\n")
-        writer.stdin.flush()
-        assert said(writer, "published")
-        assert writer.wait(timeout=60) == 0
-        page.goto(f"{base}/?week={week}")
-        page.get_by_role("heading", name="Fleet overview").wait_for(timeout=60_000)
-        settle(page)
-        no_exception(page)
-        assert f"Data version {version + 1}," in page.inner_text("body")
-        page.close()
-    finally:
-        if writer is not None and writer.poll() is None:
-            writer.kill()
-            writer.wait(timeout=10)
-        os.killpg(app.pid, signal.SIGTERM)
-        try:
-            app.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(app.pid, signal.SIGKILL)
-            app.wait(timeout=10)
-        log.close()
-        writer_log.close()
+            assert f"Data version {version + 1}," in page.inner_text("body")
+            page.close()
+        finally:
+            if writer is not None and writer.poll() is None:
+                writer.kill()
+                writer.wait(timeout=10)
 
 
 CUT_METRICS = """() => [...document.querySelectorAll('[data-testid="stMetricValue"]')]

@@ -4,10 +4,6 @@ request leaving the machine, a screenshot under test-artifacts/browser/, the ser
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,18 +12,15 @@ import pytest
 from pipelines.compute import compute
 from pipelines.config import Settings
 from pipelines.store import open_store
-from tests.conftest import require
+from testkit.streamlit_server import app_server
 from tests.test_browser import (  # noqa: F401
     ARTIFACTS,
-    CHROMIUM,
-    ROOT,
     browser,
-    free_port,
     no_exception,
     offline_page,
+    require_chromium,
     screenshot,
     settle,
-    wait_until_serving,
 )
 from tests.test_utilisation import build_fleet
 
@@ -36,35 +29,14 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    require(Path(CHROMIUM).exists(), "Chromium (/usr/bin/chromium)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        require(False, "playwright-python")
+    require_chromium()
     db = tmp_path_factory.mktemp("browser-util") / "fleet.duckdb"
     con = open_store(db)
     build_fleet(con)
     compute(con, Settings(), force=True)
     con.close()
-    port = free_port()
-    log = (tmp_path_factory.mktemp("log") / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(base, proc, log.name)
-        yield base, db
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+    with app_server(db, tmp_path_factory.mktemp("log") / "streamlit.log") as served:
+        yield served.url, db
 
 
 def test_utilisation_page_from_a_shared_url(server, browser) -> None:  # noqa: F811

@@ -20,7 +20,6 @@ from pipelines.errors import GpufleetError
 from pipelines.export import EXPORT_TABLES, export_week
 from pipelines.store import connect
 from pipelines.weeks import parse_week
-from tests.report_fixture import computed_fixture
 from tests.test_report import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,11 +61,6 @@ W48_COUNTS = {
     "node_state_intervals": 14,
     "failure_escapes": 1,  # j2's attempt 0, placed on n2 while its finding was open
 }
-
-
-@pytest.fixture
-def fixture_db(tmp_path: Path) -> Path:
-    return computed_fixture(tmp_path / "fleet.duckdb")
 
 
 @pytest.fixture

@@ -15,15 +15,9 @@ from pipelines.errors import DatabaseMissingError, GpufleetError
 from pipelines.report import build_report, to_html, to_json, to_markdown
 from pipelines.store import connect, open_store
 from pipelines.weeks import parse_week
-from tests.report_fixture import computed_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 W48 = parse_week("2026-W48")
-
-
-@pytest.fixture
-def fixture_db(tmp_path: Path) -> Path:
-    return computed_fixture(tmp_path / "fleet.duckdb")
 
 
 @pytest.fixture

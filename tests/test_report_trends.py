@@ -11,14 +11,9 @@ import pytest
 from pipelines.report import build_report, to_json, to_markdown
 from pipelines.store import connect
 from pipelines.weeks import parse_week
-from tests.report_fixture import computed_fixture, simulated_fleet
+from tests.report_fixture import simulated_fleet
 
 W48 = parse_week("2026-W48")
-
-
-@pytest.fixture
-def fixture_db(tmp_path: Path) -> Path:
-    return computed_fixture(tmp_path / "fleet.duckdb")
 
 
 TREND_LINES = [

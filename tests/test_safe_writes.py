@@ -17,16 +17,11 @@ from pipelines.simulate import OUTPUT_TABLES
 from pipelines.sources.files import ingest_files
 from pipelines.store import connect, open_store
 from pipelines.weeks import parse_week
-from tests.report_fixture import computed_fixture, simulated_fleet
+from tests.report_fixture import simulated_fleet
 from tests.test_report import run_cli
 
 W48 = parse_week("2026-W48")
 VICTIM_TEXT = "precious data that must not change\n"
-
-
-@pytest.fixture
-def fixture_db(tmp_path: Path) -> Path:
-    return computed_fixture(tmp_path / "fleet.duckdb")
 
 
 def victim(tmp_path: Path, name: str = "victim.txt") -> Path:

@@ -4,20 +4,16 @@ sends no usage statistics, like `gpufleet app`."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 import tomllib
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from testkit.streamlit_server import ROOT, streamlit_server
 from tests.conftest import require
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _clean_env() -> dict[str, str]:
@@ -58,34 +54,10 @@ def _outbound_address() -> str | None:
 def test_streamlit_run_app_py_listens_on_loopback_only(tmp_path: Path) -> None:
     other = _outbound_address()
     require(other is not None, "a non-loopback network address")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = (tmp_path / "streamlit.log").open("w")
     # Exactly the documented command (plus a free port), from the repository folder.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-        cwd=ROOT, env=_clean_env() | {"GPUFLEET_DB": str(tmp_path / "none.duckdb")},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "streamlit did not start"
-            time.sleep(0.3)
-        with pytest.raises(OSError), socket.create_connection((other, port), timeout=3):
-            pass
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+    with streamlit_server(
+        lambda port: [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        tmp_path / "streamlit.log",
+        env=_clean_env() | {"GPUFLEET_DB": str(tmp_path / "none.duckdb")},
+    ) as served, pytest.raises(OSError), socket.create_connection((other, served.port), timeout=3):
+        pass

@@ -44,8 +44,8 @@ if teams.is_empty():
     st.info("No allocated GPU-hours in DCGM telemetry this week (no GPU or MIG instance mapped to a job).")
 else:
     ui.table(teams, key="utilisation_teams", column_config={
-        "allocated_gpu_h": st.column_config.NumberColumn("allocated GPU-h", format="%.1f",
-                                                         help="Allocated GPU-hours seen in telemetry."),
+        "measured_gpu_h": st.column_config.NumberColumn("allocated GPU-h", format="%.1f",
+                                                        help="Allocated GPU-hours seen in telemetry."),
         "busy_gpu_h": st.column_config.NumberColumn("busy GPU-h", format="%.1f"),
         "busy_share": st.column_config.ProgressColumn("busy share", min_value=0.0, max_value=1.0, format="percent"),
         "idle_gpu_h": st.column_config.NumberColumn("idle GPU-h", format="%.1f"),

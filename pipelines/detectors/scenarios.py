@@ -44,6 +44,7 @@ from pipelines.detectors.scenarios_episodes import (
     inject_stalls,
     inject_straggler_episodes,
 )
+from pipelines.series import datetime_max, datetime_min, int_min
 
 PCIE = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 NVLINK = "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"
@@ -73,9 +74,10 @@ class _Picker:
                 self.gpus_taken[node] = set()
                 break
         else:
-            node = next((n for n, g in self.gpus_taken.items() if len(g) < 8), None)
-            if node is None:
+            free = next((n for n, g in self.gpus_taken.items() if len(g) < 8), None)
+            if free is None:
                 return None
+            node = free
         gpu = int(rng.choice(sorted(set(range(8)) - self.gpus_taken[node])))
         self.gpus_taken[node].add(gpu)
         return node, gpu
@@ -185,7 +187,7 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
     truth = frames["ground_truth"]
     pick = _picker(frames, truth, rng, rank_cases=4)
     samples, steps, attempts = frames["gpu_samples"], frames["rank_steps"], frames["job_attempts"]
-    t_first, t_last = samples["ts"].min(), samples["ts"].max()
+    t_first, t_last = datetime_min(samples["ts"]), datetime_max(samples["ts"])
     span = (t_last - t_first).total_seconds()
     rows: list[dict[str, Any]] = []
 
@@ -253,7 +255,7 @@ def inject_hard_cases(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, p
             continue
         job_id, attempt, n_steps, ranks, eligible = found
         chosen = [int(r) for r in rng.choice(eligible, size=len(factors), replace=False)] if factors else []
-        first = int(steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))["step"].min())
+        first = int_min(steps.filter((pl.col("job_id") == job_id) & (pl.col("attempt") == attempt))["step"])
         from_step = first + n_steps - 200 if kind == "straggler_midrun" else first
         if kind == "heterogeneous_ranks":
             spread = np.linspace(0.97, 1.03, len(ranks))[rng.permutation(len(ranks))]

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines.series import datetime_min
+
 EPISODE_POSITIVE_CASES = ("straggler_spell", "stragglers_trade_places", "straggler_two_spells",
                           "straggler_sampled")
 EPISODE_NEGATIVE_CASES = ("all_ranks_slow", "noisy_ranks")
@@ -118,7 +120,7 @@ def inject_straggler_episodes(frames: dict[str, pl.DataFrame], seed: int) -> dic
     rng = np.random.default_rng([seed, 1212])
     frames = dict(frames)
     pairs = _free_node_pairs(frames, rng)
-    t0 = frames["gpu_samples"]["ts"].min() + dt.timedelta(hours=2)
+    t0 = datetime_min(frames["gpu_samples"]["ts"]) + dt.timedelta(hours=2)
     truth: list[dict[str, Any]] = []
     quiet = np.full(RANKS, 0.012)
     # (kind, steps, log_every, noise per rank, episodes: [(ranks, factors, first step, last step)])
@@ -229,7 +231,7 @@ def inject_stalls(frames: dict[str, pl.DataFrame], seed: int) -> dict[str, pl.Da
         return a["start_ts"] + (a["end_ts"] - a["start_ts"]) * share
 
     pairs = _free_node_pairs(frames, rng)
-    t0 = frames["gpu_samples"]["ts"].min() + dt.timedelta(hours=4)
+    t0 = datetime_min(frames["gpu_samples"]["ts"]) + dt.timedelta(hours=4)
     quiet = np.full(RANKS, 0.012)
     if pairs:  # job_hang: a 10-rank job logs no step after step 999, fails 25 min later
         job_id = f"job_hang-{seed}"

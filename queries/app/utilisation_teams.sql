@@ -1,8 +1,10 @@
--- Utilisation page: the week's teams and queues (team_utilisation_weekly), most idle GPU-hours
--- first; $cluster '*' sums every cluster. busy_share = busy / measured GPU-h, summed.
+-- Teams and queues of the week (team_utilisation_weekly), most idle GPU-hours first: the
+-- Utilisation page's table and the report's (its first `--top` rows). $cluster '*' sums every
+-- cluster. measured_gpu_h: allocated GPU-hours seen in DCGM telemetry; busy_share = busy /
+-- measured GPU-h, summed. Params: $week ('YYYY-Www'), $cluster ('*' = all).
 SELECT team, queue,
        sum(jobs) AS jobs,
-       sum(measured_gpu_h) AS allocated_gpu_h,
+       sum(measured_gpu_h) AS measured_gpu_h,
        sum(busy_gpu_h) AS busy_gpu_h,
        sum(busy_gpu_h) / nullif(sum(measured_gpu_h), 0) AS busy_share,
        sum(idle_gpu_h) AS idle_gpu_h,
