@@ -267,7 +267,7 @@ def test_goodput_stack_splits_idle_into_unallocated_and_allocated_but_idle(fleet
     # Allocated but idle (telemetry, below 5 %): n1 GPUs 1-7 at 0 % for the hour = 7 GPU-h, and
     # 4712's 1g.10gb instance at 2 % = 1 h x 1/7 = 0.142857; 7.142857 in all.
     assert row["week"] == "2026-W48"
-    assert (row["idle_gpu_h"], row["allocated_gpu_h"]) == (Decimal("1"), Decimal("9"))
+    assert (row["idle_gpu_h"], row["allocated_gpu_h"]) == (Decimal(1), Decimal(9))
     assert row["allocated_idle_gpu_h"] == Decimal("7.142857")
 
 
