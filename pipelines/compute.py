@@ -54,6 +54,20 @@ def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
     run(con, settings)
 
 
+def create_shared_scrapes(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import create_shared_tables
+
+    create_shared_tables(con, settings)
+
+
+def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """`queries/derived/gpu_activity_windows.sql`, then the per-scrape table goes: its last reader."""
+    from pipelines.detectors import drop_shared_tables
+
+    execute(con, "derived/gpu_activity_windows", settings.sql_params())
+    drop_shared_tables(con)
+
+
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
@@ -68,19 +82,23 @@ def _steps() -> list[Step]:
         Step("job_stalls"),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
+        Step("rank_slowdown", run=build_rank_slowdown),
+        # One row per GPU and scrape (temporary table `detect_gpu_scrapes`): the one pass over
+        # gpu_samples that the detectors and gpu_activity_windows share.
+        Step("gpu_scrapes", run=create_shared_scrapes, table=False),
+        # After xid_catalogue and rank_slowdown (the detectors read them); before node state
+        # and job outcomes, which read the anomalies.
+        Step("anomalies", run=detect_anomalies),
         # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
-        # attempt_clusters and the landing tables; goodput_stack and weekly_summary read them.
+        # attempt_clusters, the per-scrape table and the landing tables; goodput_stack and
+        # weekly_summary read them.
         Step("mig_profiles"),
         Step("gpu_job_assignments"),
-        Step("gpu_activity_windows"),
+        Step("gpu_activity_windows", run=build_activity_windows),
         Step("gpu_utilisation_daily"),
         Step("job_utilisation"),
         Step("team_utilisation_weekly"),
         Step("mig_packing"),
-        Step("rank_slowdown", run=build_rank_slowdown),
-        # After xid_catalogue and rank_slowdown (the detectors read them); before node state
-        # and job outcomes, which read the anomalies.
-        Step("anomalies", run=detect_anomalies),
         Step("node_state_intervals"),
         Step("node_availability_daily"),
         Step("fleet_availability_daily"),

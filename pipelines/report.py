@@ -443,7 +443,8 @@ def _figures(report: WeeklyReport) -> list[Any]:
     import plotly.graph_objects as go
 
     figures = []
-    stack = report.goodput_stack
+    # `part` rows (allocated but idle) are part of a level, not a step of the waterfall.
+    stack = report.goodput_stack.filter(pl.col("kind") != "part")
     if not stack.is_empty():
         figures.append(
             go.Figure(

@@ -291,12 +291,14 @@ def _goodput_stack() -> pl.DataFrame:
     ]:
         allocated = init + ckpt + wasted + other + prod
         idle = 2688.0 - unav - unk - allocated
+        # Allocated but idle (telemetry): a tenth of allocated, part of it, not a level.
         rows.append((start, start + timedelta(days=7), cluster, 2688.0, unav, unk, idle, allocated,
-                     init, ckpt, wasted, other, prod, prod / allocated if allocated else None))
+                     init, ckpt, wasted, other, prod, prod / allocated if allocated else None,
+                     allocated / 10))
     return pl.DataFrame(rows, orient="row", schema=[
         "window_start", "window_end", "cluster", "capacity_gpu_h", "unavailable_gpu_h",
         "unknown_gpu_h", "idle_gpu_h", "allocated_gpu_h", "init_gpu_h", "checkpoint_gpu_h",
-        "wasted_gpu_h", "other_gpu_h", "productive_gpu_h", "goodput"])
+        "wasted_gpu_h", "other_gpu_h", "productive_gpu_h", "goodput", "allocated_idle_gpu_h"])
 
 
 def _anomalies() -> pl.DataFrame:

@@ -99,12 +99,13 @@ ATTEMPTS = [
 ]
 
 # (window_start, cluster, capacity, unavailable, unknown, idle, allocated,
-#  init, checkpoint, wasted, other, productive); every level sums exactly.
+#  init, checkpoint, wasted, other, productive, allocated but idle); every level sums exactly
+#  (allocated but idle is part of allocated, not a level).
 STACK = [
-    ("2026-11-16", "c1", 2688.0, 16.0, 8.0, 2624.0, 40.0, 6.0, 2.0, 8.0, 0.0, 24.0),
-    ("2026-11-16", "c2", 1344.0, 16.0, 0.0, 1248.0, 80.0, 4.0, 2.0, 0.0, 2.0, 72.0),
-    ("2026-11-23", "c1", 2640.0, 64.0, 16.0, 2316.0, 244.0, 20.0, 10.0, 30.0, 6.0, 178.0),
-    ("2026-11-23", "c2", 1344.0, 24.0, 0.0, 1168.0, 152.0, 20.0, 4.0, 30.0, 10.0, 88.0),
+    ("2026-11-16", "c1", 2688.0, 16.0, 8.0, 2624.0, 40.0, 6.0, 2.0, 8.0, 0.0, 24.0, 4.0),
+    ("2026-11-16", "c2", 1344.0, 16.0, 0.0, 1248.0, 80.0, 4.0, 2.0, 0.0, 2.0, 72.0, 0.0),
+    ("2026-11-23", "c1", 2640.0, 64.0, 16.0, 2316.0, 244.0, 20.0, 10.0, 30.0, 6.0, 178.0, 16.0),
+    ("2026-11-23", "c2", 1344.0, 24.0, 0.0, 1168.0, 152.0, 20.0, 4.0, 30.0, 10.0, 88.0, 8.0),
 ]
 
 # (ts, node, gpu, code)
@@ -158,7 +159,7 @@ CREATE OR REPLACE TABLE goodput_stack (
     capacity_gpu_h DECIMAL(18,6), unavailable_gpu_h DECIMAL(18,6), unknown_gpu_h DECIMAL(18,6),
     idle_gpu_h DECIMAL(18,6), allocated_gpu_h DECIMAL(18,6), init_gpu_h DECIMAL(18,6),
     checkpoint_gpu_h DECIMAL(18,6), wasted_gpu_h DECIMAL(18,6), other_gpu_h DECIMAL(18,6),
-    productive_gpu_h DECIMAL(18,6), goodput DOUBLE);
+    productive_gpu_h DECIMAL(18,6), goodput DOUBLE, allocated_idle_gpu_h DECIMAL(18,6));
 CREATE OR REPLACE TABLE rank_slowdown (
     job_id VARCHAR, attempt INTEGER, rank INTEGER, node VARCHAR, gpu SMALLINT, steps BIGINT,
     median_ratio DOUBLE, p95_ratio DOUBLE, slowest_share DOUBLE, drag_s DECIMAL(18,6),
@@ -266,9 +267,9 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
             )
     con.executemany(
         "INSERT INTO goodput_stack VALUES (?::TIMESTAMPTZ, ?::TIMESTAMPTZ + INTERVAL 7 DAY, "
-        "strftime(?::DATE, '%G-W%V'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? / ?)",
-        [(s, s, s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, prod, alloc)
-         for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod in STACK],
+        "strftime(?::DATE, '%G-W%V'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? / ?, ?)",
+        [(s, s, s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, prod, alloc, alloc_idle)
+         for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, alloc_idle in STACK],
     )
     con.executemany(
         "INSERT INTO gpu_events VALUES (?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",

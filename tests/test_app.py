@@ -127,6 +127,12 @@ def test_overview_waterfall_is_the_goodput_stack(use_db: Path) -> None:
     assert waterfall["measure"][waterfall["x"].index("Productive")] == "total"
     # The drawn productive total = capacity minus every step (the stack sums exactly).
     assert sum(steps.values()) == pytest.approx(stack["productive_gpu_h"].sum())
+    # Idle is told in two parts under the chart: unallocated (the Idle step) and allocated but
+    # idle, a tenth of allocated in the fixture: (134.5 + 72.0) / 10 = 20.65 GPU-h.
+    caption = next(c.value for c in at.caption if c.value.startswith("Fleet goodput"))
+    assert f"Idle: {stack['idle_gpu_h'].sum():,.1f} GPU-h unallocated" in caption
+    assert stack["allocated_idle_gpu_h"].sum() == pytest.approx(20.65)
+    assert "allocated but idle (telemetry, part of allocated)" in caption
 
 
 def test_overview_pareto_counts_every_fleet_failure_of_the_week(use_db: Path) -> None:

@@ -48,6 +48,8 @@ MARKDOWN_LINES = [
     # stack: capacity 2640 + 1344; productive 178 + 88
     "| capacity | 3,984.0 | 100.00 % |",
     "| productive | 266.0 | 6.68 % |",
+    # allocated but idle (telemetry): 16 + 8 = 24 of 3984 = 0.60 %, part of allocated (396)
+    "| allocated but idle | 24.0 | 0.60 % |",
     # Fleet failures only (j4 cancelled, j5 preempted and timed out are shown apart): 4 attempts.
     # j3: three 1-h 8-GPU attempts, exit 1: 3 of 4
     "| software | failed (exit 1) | 3 | 1 | 24.0 | 75.00 % | 75.00 % |",

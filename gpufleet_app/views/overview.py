@@ -87,7 +87,9 @@ else:
     left.plotly_chart(charts.goodput_waterfall(stack), key="goodput_waterfall")
     left.caption(
         f"Fleet goodput = productive / allocated = {fmt.gpu_hours(stack['productive_gpu_h'])} / "
-        f"{fmt.gpu_hours(stack['allocated_gpu_h'])} = **{fmt.pct(stack['goodput'])}**."
+        f"{fmt.gpu_hours(stack['allocated_gpu_h'])} = **{fmt.pct(stack['goodput'])}**. "
+        f"Idle: {fmt.gpu_hours(stack['idle_gpu_h'])} unallocated; "
+        f"{fmt.gpu_hours(stack['allocated_idle_gpu_h'])} allocated but idle (telemetry, part of allocated)."
     )
 pareto = data.query("failure_pareto", **params)
 if pareto.is_empty():

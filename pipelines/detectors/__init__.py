@@ -35,7 +35,8 @@ needs to be last (it reads the hardware findings of the others)."""
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
-detectors run: one pass over gpu_samples that several detectors read."""
+detectors run: one pass over gpu_samples that several detectors read. `gpufleet compute` makes
+them before the detectors (`create_shared_tables`) and keeps them for gpu_activity_windows."""
 
 CANDIDATE_SCHEMA: dict[str, str] = {
     "entity_type": "VARCHAR",
@@ -147,6 +148,24 @@ def _create_shared(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, 
     con.execute(f"CREATE OR REPLACE TEMP TABLE detect_{name} AS {sql}", bind(sql, params))
 
 
+def create_shared_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """The shared temporary tables (`detect_<name>` of SHARED_TABLES), for the detectors and later
+    readers; `drop_shared_tables` frees them after the last one."""
+    params = detection_params(con, settings)
+    # They need no order (every reader states its own): without it DuckDB parallelises the
+    # large aggregations and materialisations freely.
+    insertion_order = bool(_setting(con, "preserve_insertion_order"))
+    con.execute("SET preserve_insertion_order = false")
+    for name in SHARED_TABLES:
+        _create_shared(con, name, params)
+    con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
+
+
+def drop_shared_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for name in SHARED_TABLES:
+        con.execute(f"DROP TABLE IF EXISTS detect_{name}")
+
+
 def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     rows = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
@@ -164,13 +183,16 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     # DuckDB parallelises the large aggregations and materialisations freely.
     # No try/finally: after a failed statement the transaction is aborted and any cleanup would
     # fail too, hiding the real error; the caller rolls back and the temporary tables go with it.
+    # Shared tables made before this step (by `gpufleet compute`, which keeps them for later
+    # readers) stay; those made here are dropped here.
+    made_here = [name for name in SHARED_TABLES if not _table_exists(con, f"detect_{name}")]
     insertion_order = bool(_setting(con, "preserve_insertion_order"))
     con.execute("SET preserve_insertion_order = false")
-    for name in SHARED_TABLES:
+    for name in made_here:
         _create_shared(con, name, params)
     for name in SQL_DETECTORS:
         _insert_sql(con, name, params)
-    for name in SHARED_TABLES:
+    for name in made_here:
         con.execute(f"DROP TABLE detect_{name}")
     con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
 

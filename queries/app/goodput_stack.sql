@@ -2,6 +2,7 @@
 -- $cluster ('*' = the sum over clusters). capacity = unavailable + unknown + idle +
 -- allocated; allocated = init + checkpoint + wasted + other + productive.
 -- goodput = productive GPU-h / allocated GPU-h (summed, never averaged).
+-- allocated_idle_gpu_h: the part of allocated the telemetry showed idle (not a level of the sums).
 SELECT
     CAST(sum(capacity_gpu_h) AS DOUBLE) AS capacity_gpu_h,
     CAST(sum(unavailable_gpu_h) AS DOUBLE) AS unavailable_gpu_h,
@@ -14,6 +15,7 @@ SELECT
     CAST(sum(other_gpu_h) AS DOUBLE) AS other_gpu_h,
     CAST(sum(productive_gpu_h) AS DOUBLE) AS productive_gpu_h,
     CAST(sum(productive_gpu_h) / nullif(sum(allocated_gpu_h), 0) AS DOUBLE) AS goodput,
+    CAST(sum(allocated_idle_gpu_h) AS DOUBLE) AS allocated_idle_gpu_h,
     count(*) AS clusters
 FROM goodput_stack
 WHERE window_start = $week_start

@@ -13,6 +13,12 @@
 -- idle, maintenance -> not in capacity. Time a node has no state interval for is outside its
 -- fleet lifetime and not in capacity either. node_state_intervals must not overlap per node.
 -- Windows are ISO weeks (Monday 00:00 UTC .. next Monday), `week` like 2026-W48.
+-- Idle splits in two: idle_gpu_h is the unallocated idle capacity above; allocated_idle_gpu_h is
+-- the allocated but idle part of allocated_gpu_h, measured by DCGM telemetry (windows a job held
+-- with activity below $util_idle_activity: team_utilisation_weekly.idle_gpu_h summed per week and
+-- the node's cluster, rounded to 1e-6). It cuts across the badput categories (an idle GPU of a job
+-- that computes on one of its 8 is in that job's `productive` time), so it is shown beside the
+-- levels, never subtracted from one.
 CREATE OR REPLACE TABLE goodput_stack AS
 WITH span AS (
     SELECT
@@ -111,6 +117,11 @@ leaves AS (
     FROM (SELECT * FROM allocated UNION ALL SELECT * FROM not_allocated)
     GROUP BY ALL
 ),
+allocated_idle AS (
+    SELECT cluster, week, CAST(round(sum(idle_gpu_h), 6) AS DECIMAL(18, 6)) AS allocated_idle_gpu_h
+    FROM team_utilisation_weekly
+    GROUP BY ALL
+),
 pivoted AS (
     SELECT
         week_us,
@@ -130,7 +141,7 @@ SELECT
     make_timestamp(week_us)::TIMESTAMPTZ AS window_start,
     make_timestamp(week_us + 7 * 86400 * 1000000::BIGINT)::TIMESTAMPTZ AS window_end,
     strftime(make_timestamp(week_us), '%G-W%V') AS week,
-    cluster,
+    p.cluster,
     (unavailable_gpu_h + unknown_gpu_h + idle_gpu_h + allocated_gpu_h)::DECIMAL(18, 6) AS capacity_gpu_h,
     unavailable_gpu_h,
     unknown_gpu_h,
@@ -141,10 +152,13 @@ SELECT
     wasted_gpu_h,
     other_gpu_h,
     productive_gpu_h,
-    CASE WHEN allocated_gpu_h > 0 THEN CAST(productive_gpu_h AS DOUBLE) / CAST(allocated_gpu_h AS DOUBLE) END AS goodput
+    CASE WHEN allocated_gpu_h > 0 THEN CAST(productive_gpu_h AS DOUBLE) / CAST(allocated_gpu_h AS DOUBLE) END AS goodput,
+    coalesce(i.allocated_idle_gpu_h, 0)::DECIMAL(18, 6) AS allocated_idle_gpu_h
 FROM (
     SELECT *,
            (init_gpu_h + checkpoint_gpu_h + wasted_gpu_h + other_gpu_h + productive_gpu_h)::DECIMAL(18, 6) AS allocated_gpu_h
     FROM pivoted
-)
+) p
+LEFT JOIN allocated_idle i
+    ON i.cluster = p.cluster AND i.week = strftime(make_timestamp(p.week_us), '%G-W%V')
 ORDER BY window_start, cluster;

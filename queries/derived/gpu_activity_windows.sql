@@ -14,15 +14,13 @@
 -- Whole-GPU samples of a GPU at an instant its MIG instances report are left out (a MIG-mode GPU
 -- reports activity per instance), so no GPU-second counts twice.
 -- cluster is the node's (nodes.cluster).
+-- Whole-GPU fields come from `detect_gpu_scrapes`, the temporary per-scrape table the compute step
+-- `gpu_scrapes` builds for the detectors (queries/detect/gpu_scrapes.sql): a second pass over
+-- gpu_samples for three of its fields cost more than everything else here.
 CREATE OR REPLACE TABLE gpu_activity_windows AS
 WITH device AS (
-    SELECT node, gpu, ts,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE') AS gr_active,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_GPU_UTIL') AS gpu_util,
-           max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_FB_USED') AS fb_used_mib
-    FROM gpu_samples
-    WHERE metric IN ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_FB_USED')
-    GROUP BY node, gpu, ts
+    SELECT node, gpu, ts, gr_active, util AS gpu_util, fb_used_mib
+    FROM detect_gpu_scrapes
 ),
 instance AS (
     SELECT node, gpu, gpu_i_id, ts,

@@ -19,7 +19,8 @@ SELECT
     gpu,
     gpu_i_id,
     any_value(gpu_i_profile) AS gpu_i_profile,
-    CAST(timezone('UTC', start_ts) AS DATE) AS day,
+    -- The UTC day by integer arithmetic: timezone() on every row cost more than the sums.
+    DATE '1970-01-01' + CAST(epoch_us(start_ts) // 86400000000 AS INTEGER) AS day,
     sum(window_s) / 3600.0 AS sampled_h,
     coalesce(sum(window_s) FILTER (WHERE job_id IS NOT NULL), 0) / 3600.0 AS allocated_h,
     sum(window_s * activity) / 3600.0 AS busy_h,

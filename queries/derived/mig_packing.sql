@@ -19,7 +19,9 @@
 CREATE OR REPLACE TABLE mig_packing AS
 WITH whole AS (
     SELECT w.cluster,
-           strftime(timezone('UTC', w.start_ts), '%G-W%V') AS week,
+           -- The ISO week's Monday (1970-01-05 was one) in epoch microseconds: the week's name is
+           -- formatted once per workload, not on every window.
+           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us,
            coalesce(j.name, coalesce(j.team, 'unknown') || '/' || coalesce(j.queue, 'unknown')) AS workload,
            coalesce(n.gpu_model, 'unknown') AS gpu_model,
            w.job_id, w.window_s, w.activity, w.fb_used_mib
@@ -29,14 +31,14 @@ WITH whole AS (
     WHERE w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
 ),
 workloads AS (
-    SELECT cluster, week, workload, gpu_model,
+    SELECT cluster, strftime(make_timestamp(week_us), '%G-W%V') AS week, workload, gpu_model,
            count(DISTINCT job_id) AS jobs,
            list(DISTINCT job_id ORDER BY job_id) AS job_ids,
            sum(window_s) / 3600.0 AS gpu_h,
            quantile_cont(activity, 0.95) AS p95_activity,
            max(fb_used_mib) / 1024.0 AS peak_memory_gib
     FROM whole
-    GROUP BY cluster, week, workload, gpu_model
+    GROUP BY cluster, week_us, workload, gpu_model
 ),
 fits AS (
     SELECT w.*, p.profile, p.gpu_share

@@ -11,7 +11,9 @@
 CREATE OR REPLACE TABLE team_utilisation_weekly AS
 WITH per_job AS (
     SELECT w.cluster,
-           strftime(timezone('UTC', w.start_ts), '%G-W%V') AS week,
+           -- The ISO week's Monday (1970-01-05 was one) in epoch microseconds: the week's name is
+           -- formatted once per team, not on every window.
+           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us,
            coalesce(j.team, 'unknown') AS team,
            coalesce(j.queue, 'unknown') AS queue,
            w.job_id,
@@ -26,7 +28,7 @@ WITH per_job AS (
 )
 SELECT
     cluster,
-    week,
+    strftime(make_timestamp(week_us), '%G-W%V') AS week,
     team,
     queue,
     sum(measured_gpu_h) AS measured_gpu_h,
@@ -37,5 +39,5 @@ SELECT
     list(job_id ORDER BY idle_gpu_h DESC, job_id) FILTER (WHERE idle_gpu_h > 0)[1:3] AS top_idle_jobs,
     CAST(strptime(week || '-1', '%G-W%V-%u') AS DATE) AS week_start
 FROM per_job
-GROUP BY cluster, week, team, queue
+GROUP BY cluster, week_us, team, queue
 ORDER BY week, cluster, idle_gpu_h DESC, team, queue

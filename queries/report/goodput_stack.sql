@@ -2,6 +2,8 @@
 -- capacity down to productive (goodput_stack; '*' sums every cluster's levels). Levels sum
 -- exactly: capacity = unavailable + unknown + idle + allocated; allocated = init + checkpoint +
 -- wasted + other + productive. share_of_capacity = level / capacity (0-1).
+-- Idle is split: `idle` is capacity no job held (a level); `allocated but idle` (kind 'part') is
+-- the part of `allocated` whose telemetry showed the GPUs idle, not a level the others sum to.
 -- Params: $week_start (DATE, a Monday), $cluster ('*' = all).
 WITH
 totals AS (
@@ -15,7 +17,8 @@ totals AS (
            CAST(sum(checkpoint_gpu_h) AS DOUBLE) AS checkpoint,
            CAST(sum(wasted_gpu_h) AS DOUBLE) AS wasted,
            CAST(sum(other_gpu_h) AS DOUBLE) AS other,
-           CAST(sum(productive_gpu_h) AS DOUBLE) AS productive
+           CAST(sum(productive_gpu_h) AS DOUBLE) AS productive,
+           CAST(sum(allocated_idle_gpu_h) AS DOUBLE) AS allocated_idle
     FROM goodput_stack
     WHERE CAST(window_start AS DATE) = $week_start
       -- '*': every cluster row, 'unknown' (work on no known node) included, as weekly_summary's '*'
@@ -34,7 +37,8 @@ levels(position, level, kind, parent) AS (
         (7, 'checkpoint', 'loss', 'allocated'),
         (8, 'wasted', 'loss', 'allocated'),
         (9, 'other', 'loss', 'allocated'),
-        (10, 'productive', 'total', 'allocated')
+        (10, 'productive', 'total', 'allocated'),
+        (11, 'allocated but idle', 'part', 'allocated')
 )
 SELECT l.level, l.kind, l.parent,
        CASE l.level
@@ -43,6 +47,7 @@ SELECT l.level, l.kind, l.parent,
            WHEN 'allocated' THEN t.allocated WHEN 'init' THEN t.init
            WHEN 'checkpoint' THEN t.checkpoint WHEN 'wasted' THEN t.wasted
            WHEN 'other' THEN t.other WHEN 'productive' THEN t.productive
+           WHEN 'allocated but idle' THEN t.allocated_idle
        END AS gpu_h,
        gpu_h / nullif(t.capacity, 0) AS share_of_capacity
 FROM levels l, totals t
