@@ -7,7 +7,7 @@ APP_STAMP := $(VENV)/.installed-app
 SCALE ?= S
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench eval check format-check docs clean screenshots
+.PHONY: demo test bench bench-history eval check format-check docs clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run --scale $(SCALE)
+
+# The same next-hour update after 1, 2 and 4 weeks of history: does an update cost follow the history?
+bench-history: $(STAMP)
+	$(BIN)/python -m benchmarks.history --scale $(SCALE)
 
 eval: $(STAMP)
 	$(BIN)/gpufleet evaluate --seeds 1..5

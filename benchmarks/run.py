@@ -27,8 +27,10 @@ SCALES = {
 }
 WEEK_START = "2026-11-23"
 WEEK = "2026-W48"
+EXTRA_DAYS = 2
+"""Simulated past the week: the update stages load the next hour, then the day after it."""
 # Stages whose work is proportional to the landing rows (gpu_samples + rank_steps).
-ROW_STAGES = {"simulate", "ingest", "floor", "compute"}
+ROW_STAGES = {"ingest", "floor", "compute"}
 STAGES_LOG = "stages.jsonl"  # one finished stage per line, so --resume can pick up after a failure
 
 
@@ -100,10 +102,13 @@ def main(argv: list[str] | None = None) -> Path:
 
     stages: list[tuple[str, list[str]]] = []
     if args.data is None:
-        stages.append(("simulate", cli + ["simulate", "--nodes", str(scale["nodes"]), "--days", str(scale["days"]),
+        days = scale["days"] + EXTRA_DAYS
+        stages.append(("simulate", cli + ["simulate", "--nodes", str(scale["nodes"]), "--days", str(days),
                                           "--seed", "1", "--start", WEEK_START, "--out", str(data)]))
+    history = workdir / "history"
     stages += [
-        ("ingest", cli + ["ingest", "files", str(data)]),
+        ("deliveries", py + ["benchmarks.deliveries", str(data), str(workdir), str(scale["days"])]),
+        ("ingest", cli + ["ingest", "files", str(history)]),
         ("floor", py + ["benchmarks.floor"]),
         ("compute", cli + ["compute", "--force"]),
         ("compute_unchanged", cli + ["compute"]),
@@ -112,6 +117,12 @@ def main(argv: list[str] | None = None) -> Path:
 
     extra, unavailable = optional_stages(cli, py, workdir, WEEK)
     stages += extra
+    # Last: they add data to the database the stages above read.
+    for update in ("next_hour", "next_day"):
+        stages += [
+            (f"update_{update}_ingest", cli + ["ingest", "files", str(workdir / update)]),
+            (f"update_{update}_compute", cli + ["compute"]),
+        ]
 
     results: list[StageResult] = []
     rows = None
@@ -123,12 +134,12 @@ def main(argv: list[str] | None = None) -> Path:
             continue
         load = os.getloadavg()[0]
         seconds, cpu, rss, stdout = run_measured(stage, stage_argv, env)
-        if stage == "simulate" or (stage == "ingest" and rows is None):
-            rows = _landing_rows(data)
+        if stage == "deliveries" or (stage == "ingest" and rows is None):
+            rows = _landing_rows(history)
         detail = json.loads(stdout) if stage.startswith("app_") else {}
         if stage == "floor":
             detail = json.loads(stdout)
-        if stage == "compute":
+        if stage == "compute" or stage.endswith("_compute"):
             detail = {"steps_s": compute_steps(stdout)}
         counted = rows if stage in ROW_STAGES else None
         # Rates from the recorded (rounded) times, so the JSON is consistent with itself.
@@ -140,7 +151,7 @@ def main(argv: list[str] | None = None) -> Path:
         ))
         with open(workdir / STAGES_LOG, "a") as log:
             log.write(json.dumps(asdict(results[-1])) + "\n")
-        print(f"{stage:<22} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}", flush=True)
+        print(f"{stage:<26} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}", flush=True)
 
     floor = next(r for r in results if r.stage == "floor")
     for r in results:
@@ -169,13 +180,13 @@ def _landing_rows(data: Path) -> int:
 
 def _print_table(scale: str, results: list[StageResult], unavailable: list[str]) -> None:
     print(f"\nScale {scale}:")
-    print(f"| {'stage':<20} | {'wall s':>8} | {'CPU s':>8} | {'peak MiB':>8} | {'rows/s':>11} | "
+    print(f"| {'stage':<26} | {'wall s':>8} | {'CPU s':>8} | {'peak MiB':>8} | {'rows/s':>11} | "
           f"{'rows/CPU s':>11} | {'x floor':>7} | {'CPU x floor':>11} | {'load':>5} |")
-    print("|" + "|".join("-" * w for w in (22, 10, 10, 10, 13, 13, 9, 13, 7)) + "|")
+    print("|" + "|".join("-" * w for w in (28, 10, 10, 10, 13, 13, 9, 13, 7)) + "|")
     for r in results:
         rate = f"{r.rows_per_s:,.0f}" if r.rows_per_s else "-"
         cpu_rate = f"{r.rows_per_cpu_s:,.0f}" if r.rows_per_cpu_s else "-"
-        print(f"| {r.stage:<20} | {r.seconds:8.2f} | {r.cpu_s:8.2f} | {r.peak_rss_mib:8.0f} | {rate:>11} | "
+        print(f"| {r.stage:<26} | {r.seconds:8.2f} | {r.cpu_s:8.2f} | {r.peak_rss_mib:8.0f} | {rate:>11} | "
               f"{cpu_rate:>11} | {r.ratio_to_floor:7.2f} | {r.cpu_ratio_to_floor or 0:11.2f} | {r.load_1m:5.1f} |")
     for r in results:
         if r.stage.startswith("app_"):
@@ -183,6 +194,12 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
         if r.stage == "compute" and r.detail.get("steps_s"):
             slowest = sorted(r.detail["steps_s"].items(), key=lambda kv: -kv[1])
             print("  compute steps: " + ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest))
+    by_stage = {r.stage: r for r in results}
+    for update in ("next_hour", "next_day"):
+        parts = [by_stage.get(f"update_{update}_{part}") for part in ("ingest", "compute")]
+        if all(parts):
+            print(f"  update_{update} (ingest + compute): {sum(p.seconds for p in parts):.2f} s wall, "
+                  f"{sum(p.cpu_s for p in parts):.2f} s CPU")
     if unavailable:
         print(f"Not in this checkout yet: {', '.join(unavailable)}.")
 

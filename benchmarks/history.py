@@ -1,0 +1,82 @@
+"""`make bench-history [SCALE=S]`: the same next-hour update after 1, 2 and 4 weeks of history.
+
+An update's cost should follow the new data, not the history. For each history length
+the database is built from scratch (ingest + compute of the weeks before the update, not
+timed), then the same hour after them is loaded and computed, timed as the bench stages
+are (own process, CPU seconds from `wait4`). Output: a table and
+`bench-results/history-<scale>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.run import SCALES, WEEK_START, run_measured
+from pipelines.simulator.deliveries import deliver
+
+HISTORY_WEEKS = (1, 2, 4)
+
+
+def main(argv: list[str] | None = None) -> Path:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scale", choices=list(SCALES), default="S")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--results", type=Path, default=Path("bench-results"))
+    args = parser.parse_args(argv)
+    nodes = SCALES[args.scale]["nodes"]
+    workdir = (args.workdir or Path(f"bench-results/history-{args.scale}")).resolve()
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    # The update hour is the first hour of the bench week; the history is the weeks before it.
+    update_start = datetime.fromisoformat(WEEK_START).replace(tzinfo=UTC)
+    first = update_start - timedelta(weeks=max(HISTORY_WEEKS))
+    root = Path(__file__).resolve().parent.parent
+    env = {"GPUFLEET_MEMORY_LIMIT": "6GB", **os.environ, "BENCH_TMP": str(workdir),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    cli = [sys.executable, "-m", "pipelines"]
+    landing = workdir / "landing"
+    subprocess.run(cli + ["simulate", "--nodes", str(nodes), "--days", str(7 * max(HISTORY_WEEKS) + 1), "--seed",
+                          "1", "--start", first.date().isoformat(), "--out", str(landing)],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
+    update = workdir / "next_hour"
+    deliver(landing, update, update_start, update_start + timedelta(hours=1))
+    rows = []
+    for weeks in HISTORY_WEEKS:
+        history, db = workdir / f"history-{weeks}w", workdir / f"fleet-{weeks}w.duckdb"
+        deliver(landing, history, update_start - timedelta(weeks=weeks), update_start)
+        run_env = {**env, "GPUFLEET_DB": str(db)}
+        build_s, build_cpu, _, _ = run_measured(f"build_{weeks}w", ["sh", "-c", " ".join(
+            [*cli, "ingest", "files", str(history), "&&", *cli, "compute"])], run_env)
+        ingest = run_measured(f"update_ingest_{weeks}w", cli + ["ingest", "files", str(update)], run_env)
+        compute = run_measured(f"update_compute_{weeks}w", cli + ["compute"], run_env)
+        rows.append({"history_weeks": weeks, "build_s": round(build_s, 2), "build_cpu_s": round(build_cpu, 2),
+                     "update_ingest_cpu_s": round(ingest[1], 2), "update_compute_cpu_s": round(compute[1], 2),
+                     "update_s": round(ingest[0] + compute[0], 2), "update_cpu_s": round(ingest[1] + compute[1], 2),
+                     "db_bytes": db.stat().st_size, "load_1m": round(os.getloadavg()[0], 2)})
+        shutil.rmtree(history)
+        db.unlink()
+        print(json.dumps(rows[-1]), flush=True)
+    base = rows[0]["update_cpu_s"]
+    print(f"\nScale {args.scale}, the same next-hour update after each history:")
+    print("| history | update wall s | update CPU s | ingest CPU s | compute CPU s | x 1 week |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['history_weeks']} week(s) | {r['update_s']:.2f} | {r['update_cpu_s']:.2f} | "
+              f"{r['update_ingest_cpu_s']:.2f} | {r['update_compute_cpu_s']:.2f} | {r['update_cpu_s'] / base:.2f} |")
+    out = args.results / f"history-{args.scale}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"scale": args.scale, "nodes": nodes, "runs": rows}, indent=2))
+    shutil.rmtree(workdir, ignore_errors=True)
+    print(f"\nWrote {out}")
+    return out
+
+
+if __name__ == "__main__":
+    main()
