@@ -116,21 +116,39 @@ def gpu_metric_band(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label
     bands = []
     for index, gpu in enumerate(sorted(samples["gpu"].unique().to_list())):
         color = PALETTE[index % len(PALETTE)]
-        part = gapped.filter(pl.col("gpu") == gpu)
-        x = charts._utc_naive(part["bucket_ts"])
-        bands.append(go.Scatter(x=x, y=part["min_value"].to_numpy(), mode="lines", line={"width": 0},
-                                legendgroup=f"gpu {gpu}", showlegend=False, hoverinfo="skip",
-                                name=f"gpu {gpu} min"))
-        bands.append(go.Scatter(x=x, y=part["max_value"].to_numpy(), mode="lines", line={"width": 0},
-                                fill="tonexty", fillcolor=_rgba(color, 0.18), legendgroup=f"gpu {gpu}",
-                                showlegend=False, name=f"gpu {gpu} min-max",
-                                hovertemplate=f"gpu {gpu} max %{{y:,.1f}}<extra></extra>"))
+        x, y, edge = _band_polygons(gapped.filter(pl.col("gpu") == gpu))
+        # One closed polygon per stretch of telemetry: `fill="tonexty"` between a min and a max
+        # line would join the stretches either side of a gap with a diagonal fill (plotly fills
+        # across the nulls of a `tonexty` trace), `toself` closes each stretch on its own.
+        bands.append(go.Scatter(x=x, y=y, customdata=edge, mode="lines", line={"width": 0},
+                                fill="toself", fillcolor=_rgba(color, 0.18), hoveron="points",
+                                legendgroup=f"gpu {gpu}", showlegend=False, name=f"gpu {gpu} min-max",
+                                hovertemplate=f"gpu {gpu} %{{customdata}} %{{y:,.1f}}<extra></extra>"))
         for trace in fig.data:
             if trace.name == f"gpu {gpu}":
                 trace.line.color = color
                 trace.legendgroup = f"gpu {gpu}"
     # Bands first, so every mean line is drawn on top of them.
     return go.Figure(data=[*bands, *fig.data], layout=fig.layout)
+
+
+def _band_polygons(part: pl.DataFrame) -> tuple[list, list, list]:
+    """The min-max band of one GPU as closed polygons, one per run of buckets without a gap
+    (`charts._with_gaps` marks a gap by a null row): along the maxima forward, back along the
+    minima, then a null point so plotly starts the next polygon afresh. Returns x, y and which
+    edge (max/min) each point is."""
+    runs = part.with_columns(
+        missing=pl.col("min_value").is_null() | pl.col("max_value").is_null()
+    ).with_columns(run=pl.col("missing").cum_sum()).filter(~pl.col("missing"))
+    x: list = []
+    y: list = []
+    edge: list = []
+    for _, run in runs.group_by("run", maintain_order=True):
+        times = charts._utc_naive(run["bucket_ts"]).tolist()
+        x += [*times, *reversed(times), None]
+        y += [*run["max_value"].to_list(), *reversed(run["min_value"].to_list()), None]
+        edge += ["max"] * run.height + ["min"] * run.height + [None]
+    return x[:-1], y[:-1], edge[:-1]
 
 
 def counter_rates(rates: pl.DataFrame) -> go.Figure:
