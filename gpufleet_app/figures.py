@@ -192,10 +192,14 @@ def clock_reasons(reasons: pl.DataFrame) -> go.Figure:
 
 # ---------------------------------------------------------------- fleet telemetry
 
-def fleet_heatmap(cells: pl.DataFrame, value: str, label: str) -> go.Figure:
-    """Nodes x time: the `value` column of every (node, column_ts) cell."""
+def fleet_heatmap(cells: pl.DataFrame, value: str, label: str, column_s: int = 3600) -> go.Figure:
+    """Nodes x time: the `value` column of every (node, column_ts) cell; columns `column_s` apart."""
     nodes = sorted(cells["node"].unique().to_list())
-    times = cells["column_ts"].unique().sort()
+    reported = cells["column_ts"].unique().sort()
+    # Every column from the first to the last, reported or not: plotly widens each cell to meet its
+    # neighbours, so a column no node reported would be painted over by the columns either side.
+    times = pl.datetime_range(reported.min(), reported.max(), interval=f"{column_s}s",
+                              eager=True).cast(reported.dtype)
     # Cells by (node, column) index; a node that did not report in a column stays empty (NaN).
     z = np.full((len(nodes), len(times)), np.nan)
     rows = cells["node"].replace_strict(nodes, list(range(len(nodes))), return_dtype=pl.Int64).to_numpy()

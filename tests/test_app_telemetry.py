@@ -229,6 +229,24 @@ def test_fleet_heatmap_is_nodes_by_hour(use_db: Path, query: dict, field: str, s
         assert at.query_params[name] == value
 
 
+def test_fleet_heatmap_keeps_a_column_no_node_reported_empty() -> None:
+    """Columns 00:00, 01:00 and 04:00 reported, 02:00 and 03:00 by no node: the heatmap has all five
+    1-hour columns and the two silent ones are empty, not covered by widened neighbours (plotly
+    sizes a cell to meet the next x)."""
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    cells = pl.DataFrame({
+        "node": ["n1", "n2", "n1", "n2", "n1"],
+        "column_ts": [at, at, at + timedelta(hours=1), at + timedelta(hours=1), at + timedelta(hours=4)],
+        "mean_value": [50.0, 60.0, 51.0, 61.0, 54.0],
+    })
+    trace = figures.fleet_heatmap(cells, "mean_value", "GPU temperature (°C)").data[0]  # 1-h columns
+    assert [pd.Timestamp(x).hour for x in trace.x] == [0, 1, 2, 3, 4]
+    grid = np.array(trace.z, dtype=float)
+    assert np.isnan(grid[:, 2:4]).all()
+    assert grid[0].tolist()[:2] == [50.0, 51.0] and grid[0][4] == 54.0
+    assert grid[1].tolist()[:2] == [60.0, 61.0] and np.isnan(grid[1][4])  # n2 silent at 04:00
+
+
 def test_fleet_heatmap_filters_by_cluster(use_db: Path) -> None:
     at = open_page("telemetry", week="2026-W48", cluster="c1")
     no_errors(at)
