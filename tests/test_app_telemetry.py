@@ -247,6 +247,26 @@ def test_fleet_heatmap_keeps_a_column_no_node_reported_empty() -> None:
     assert grid[1].tolist()[:2] == [60.0, 61.0] and np.isnan(grid[1][4])  # n2 silent at 04:00
 
 
+def test_links_up_step_lines_break_at_missing_buckets() -> None:
+    """Hourly buckets 00, 01, 02, then none until 05, 06: the 02:00 step is held to 03:00 (the end
+    of its bucket), then the line breaks; it is never drawn across 03:00-05:00, where no scrape
+    said how many links were up."""
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    hours = [0, 1, 2, 5, 6]
+    links = pl.DataFrame({
+        "bucket_ts": [at + timedelta(hours=h) for h in hours],
+        "links_min": [32, 32, 30, 32, 32],
+        "links_max": [32, 32, 32, 32, 32],
+        "expected": [32] * 5,
+    })
+    fig = figures.nic_links(links)  # hourly buckets
+    fewest = next(t for t in fig.data if t.name == "fewest up")
+    points = [(pd.Timestamp(x).hour, None if np.isnan(y) else y) for x, y in zip(fewest.x, fewest.y)]
+    assert points == [(0, 32), (1, 32), (2, 30), (3, 30), (3, None), (5, 32), (6, 32)]
+    most = next(t for t in fig.data if t.name == "most up")
+    assert [pd.Timestamp(x).hour for x in most.x] == [0, 1, 2, 3, 3, 5, 6]
+
+
 def test_fleet_heatmap_filters_by_cluster(use_db: Path) -> None:
     at = open_page("telemetry", week="2026-W48", cluster="c1")
     no_errors(at)
