@@ -488,14 +488,14 @@ def _stage(done: str, doing: str) -> Iterator[None]:
 @app.command()
 def demo(
     ctx: typer.Context,
-    # Three full ISO weeks, so the dashboard has week-over-week deltas and sparklines; 24 nodes keep
-    # the GPU-days (and so the simulate/load/compute time) near one week of 64 nodes.
-    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 24,
+    # Three full ISO weeks, so the dashboard has week-over-week deltas and sparklines; 16 nodes keep
+    # the GPU-days (and so the simulate/load/compute time) at three quarters of one week of 64 nodes.
+    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 16,
     days: Annotated[int, typer.Option(help="Days of telemetry (21: three ISO weeks).")] = 21,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
     # Below what the simulator's scheduler can serve, so no queue builds up over the three weeks
     # and the weekly ETTR, waits and deltas stay level (at 1 the ETTR fell 40 % -> 32 % -> 10 %).
-    load: Annotated[float, typer.Option(help=LOAD_HELP)] = 0.65,
+    load: Annotated[float, typer.Option(help=LOAD_HELP)] = 0.5,
     data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path("demo-data"),
     no_app: Annotated[bool, typer.Option("--no-app", help="Stop after computing; print a summary.")] = False,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,

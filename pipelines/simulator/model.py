@@ -189,7 +189,7 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
     whole-node or multi-node job waits for its last node to drain: it serves only ~75 % of the
     capacity, and at load 1 its queues grow all window long (in 24 nodes x 21 days the `dev`
     first-attempt wait goes 0.7 -> 1.7 -> 14.4 h, week by week). Fine for a week of detection
-    work; the demo's three weeks of trends use load 0.65, where the queues stay short."""
+    work; the demo's three weeks of trends (16 nodes) use load 0.5, where the queues stay short."""
     rng = rng_for(cfg, 2)
     horizon = cfg.horizon_s
     users = [f"{t.split('-')[0]}-user{u:02d}" for t in TEAMS for u in range(1, 8)]
