@@ -3,7 +3,8 @@ polars frames (no database, no Streamlit). Shares the look of `charts`."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from typing import cast
 
 import numpy as np
 import plotly.colors
@@ -224,8 +225,8 @@ def fleet_heatmap(cells: pl.DataFrame, value: str, label: str, column_s: int = 3
     reported = cells["column_ts"].unique().sort()
     # Every column from the first to the last, reported or not: plotly widens each cell to meet its
     # neighbours, so a column no node reported would be painted over by the columns either side.
-    times = pl.datetime_range(reported.min(), reported.max(), interval=f"{column_s}s",
-                              eager=True).cast(reported.dtype)
+    first, last = cast(datetime, reported.min()), cast(datetime, reported.max())
+    times = pl.datetime_range(first, last, interval=f"{column_s}s", eager=True).cast(reported.dtype)
     # Cells by (node, column) index; a node that did not report in a column stays empty (NaN).
     z = np.full((len(nodes), len(times)), np.nan)
     rows = cells["node"].replace_strict(nodes, list(range(len(nodes))), return_dtype=pl.Int64).to_numpy()

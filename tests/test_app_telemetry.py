@@ -14,7 +14,6 @@ import polars as pl
 import pytest
 
 from gpufleet_app import figures
-
 from tests.app_fixture import (
     ECC_GPU,
     ECC_NODE,
