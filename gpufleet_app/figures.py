@@ -3,7 +3,8 @@ polars frames (no database, no Streamlit). Shares the look of `charts`."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from typing import cast
 
 import numpy as np
 import plotly.colors
@@ -116,15 +117,14 @@ def gpu_metric_band(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label
     bands = []
     for index, gpu in enumerate(sorted(samples["gpu"].unique().to_list())):
         color = PALETTE[index % len(PALETTE)]
-        part = gapped.filter(pl.col("gpu") == gpu)
-        x = charts._utc_naive(part["bucket_ts"])
-        bands.append(go.Scatter(x=x, y=part["min_value"].to_numpy(), mode="lines", line={"width": 0},
-                                legendgroup=f"gpu {gpu}", showlegend=False, hoverinfo="skip",
-                                name=f"gpu {gpu} min"))
-        bands.append(go.Scatter(x=x, y=part["max_value"].to_numpy(), mode="lines", line={"width": 0},
-                                fill="tonexty", fillcolor=_rgba(color, 0.18), legendgroup=f"gpu {gpu}",
-                                showlegend=False, name=f"gpu {gpu} min-max",
-                                hovertemplate=f"gpu {gpu} max %{{y:,.1f}}<extra></extra>"))
+        x, y, edge = _band_polygons(gapped.filter(pl.col("gpu") == gpu))
+        # One closed polygon per stretch of telemetry: `fill="tonexty"` between a min and a max
+        # line would join the stretches either side of a gap with a diagonal fill (plotly fills
+        # across the nulls of a `tonexty` trace), `toself` closes each stretch on its own.
+        bands.append(go.Scatter(x=x, y=y, customdata=edge, mode="lines", line={"width": 0},
+                                fill="toself", fillcolor=_rgba(color, 0.18), hoveron="points",
+                                legendgroup=f"gpu {gpu}", showlegend=False, name=f"gpu {gpu} min-max",
+                                hovertemplate=f"gpu {gpu} %{{customdata}} %{{y:,.1f}}<extra></extra>"))
         for trace in fig.data:
             if trace.name == f"gpu {gpu}":
                 trace.line.color = color
@@ -133,7 +133,51 @@ def gpu_metric_band(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label
     return go.Figure(data=[*bands, *fig.data], layout=fig.layout)
 
 
-def counter_rates(rates: pl.DataFrame) -> go.Figure:
+def _band_polygons(part: pl.DataFrame) -> tuple[list, list, list]:
+    """The min-max band of one GPU as closed polygons, one per run of buckets without a gap
+    (`charts._with_gaps` marks a gap by a null row): along the maxima forward, back along the
+    minima, then a null point so plotly starts the next polygon afresh. Returns x, y and which
+    edge (max/min) each point is."""
+    runs = part.with_columns(
+        missing=pl.col("min_value").is_null() | pl.col("max_value").is_null()
+    ).with_columns(run=pl.col("missing").cum_sum()).filter(~pl.col("missing"))
+    x: list = []
+    y: list = []
+    edge: list = []
+    for _, run in runs.group_by("run", maintain_order=True):
+        times = charts._utc_naive(run["bucket_ts"]).tolist()
+        x += [*times, *reversed(times), None]
+        y += [*run["max_value"].to_list(), *reversed(run["min_value"].to_list()), None]
+        edge += ["max"] * run.height + ["min"] * run.height + [None]
+    return x[:-1], y[:-1], edge[:-1]
+
+
+def _steps_with_gaps(times: pl.Series, *columns: pl.Series, bucket_s: int) -> tuple:
+    """A step line's x and y arrays, broken where buckets are missing: each bucket followed by a
+    silence keeps its step to the end of the bucket, then a null point ends the line, so a gap is
+    a gap (a held step would claim a rate or a link count nobody measured)."""
+    x = charts._utc_naive(times)
+    ys = [c.cast(pl.Float64).to_numpy() for c in columns]
+    if len(x) < 2:
+        return (x, *ys)
+    step = np.timedelta64(bucket_s, "s")
+    before_gap = np.flatnonzero(np.diff(x) > step)
+    if len(before_gap) == 0:
+        return (x, *ys)
+    ends = x[before_gap] + step
+    # insert after each bucket before a gap: (end of bucket, same value), then (end, null)
+    where = np.repeat(before_gap + 1, 2)
+    x = np.insert(x, where, np.repeat(ends, 2))
+    gapped = []
+    for y in ys:
+        extra = np.empty(2 * len(before_gap))
+        extra[0::2] = y[before_gap]
+        extra[1::2] = np.nan
+        gapped.append(np.insert(y, where, extra))
+    return (x, *gapped)
+
+
+def counter_rates(rates: pl.DataFrame, bucket_s: int = 3600) -> go.Figure:
     """One panel per error counter that went up: its rate per hour per GPU (or per node, for
     the NIC counter) over the week."""
     counters = rates.filter(pl.col("increase") > 0)["counter"].unique(maintain_order=True).to_list()
@@ -146,7 +190,8 @@ def counter_rates(rates: pl.DataFrame) -> go.Figure:
         for gpu in moved.filter(pl.col("increase") > 0)["gpu"].to_list():
             series = part.filter(pl.col("gpu").is_null() if gpu is None else pl.col("gpu") == gpu)
             name = "node" if gpu is None else f"gpu {gpu}"
-            fig.add_scatter(x=charts._utc_naive(series["bucket_ts"]), y=series["per_hour"].to_numpy(),
+            x, y = _steps_with_gaps(series["bucket_ts"], series["per_hour"], bucket_s=bucket_s)
+            fig.add_scatter(x=x, y=y,
                             mode="lines", line={"shape": "hv", "width": 1.5}, name=f"{name}",
                             legendgroup=name, showlegend=row == 1, row=row, col=1,
                             hovertemplate=f"{name}: %{{y:,.1f}} per hour<extra>{counter}</extra>")
@@ -174,10 +219,14 @@ def clock_reasons(reasons: pl.DataFrame) -> go.Figure:
 
 # ---------------------------------------------------------------- fleet telemetry
 
-def fleet_heatmap(cells: pl.DataFrame, value: str, label: str) -> go.Figure:
-    """Nodes x time: the `value` column of every (node, column_ts) cell."""
+def fleet_heatmap(cells: pl.DataFrame, value: str, label: str, column_s: int = 3600) -> go.Figure:
+    """Nodes x time: the `value` column of every (node, column_ts) cell; columns `column_s` apart."""
     nodes = sorted(cells["node"].unique().to_list())
-    times = cells["column_ts"].unique().sort()
+    reported = cells["column_ts"].unique().sort()
+    # Every column from the first to the last, reported or not: plotly widens each cell to meet its
+    # neighbours, so a column no node reported would be painted over by the columns either side.
+    first, last = cast(datetime, reported.min()), cast(datetime, reported.max())
+    times = pl.datetime_range(first, last, interval=f"{column_s}s", eager=True).cast(reported.dtype)
     # Cells by (node, column) index; a node that did not report in a column stays empty (NaN).
     z = np.full((len(nodes), len(times)), np.nan)
     rows = cells["node"].replace_strict(nodes, list(range(len(nodes))), return_dtype=pl.Int64).to_numpy()
@@ -193,26 +242,28 @@ def fleet_heatmap(cells: pl.DataFrame, value: str, label: str) -> go.Figure:
     return _layout(fig, f"{label} per node and hour", height=max(320, min(4000, 12 * len(nodes) + 160)))
 
 
-def nvlink_traffic(traffic: pl.DataFrame) -> go.Figure:
+def nvlink_traffic(traffic: pl.DataFrame, bucket_s: int = 3600) -> go.Figure:
     """NVLink traffic per GPU, MiB/s averaged over each bucket (the counter's rate, never its total)."""
     fig = go.Figure()
     for index, gpu in enumerate(sorted(traffic["gpu"].unique().to_list())):
         part = traffic.filter(pl.col("gpu") == gpu)
-        fig.add_scatter(x=charts._utc_naive(part["bucket_ts"]), y=part["mib_per_s"].to_numpy(), mode="lines",
+        x, y = _steps_with_gaps(part["bucket_ts"], part["mib_per_s"], bucket_s=bucket_s)
+        fig.add_scatter(x=x, y=y, mode="lines",
                         line={"shape": "hv", "width": 1.5, "color": PALETTE[index % len(PALETTE)]},
                         name=f"gpu {gpu}", hovertemplate=f"gpu {gpu}: %{{y:,.1f}} MiB/s<extra></extra>")
     fig.update_yaxes(title_text="MiB/s", rangemode="tozero")
     return _layout(fig, "NVLink traffic per GPU (MiB/s, hourly mean)", height=320)
 
 
-def nic_links(links: pl.DataFrame) -> go.Figure:
+def nic_links(links: pl.DataFrame, bucket_s: int = 3600) -> go.Figure:
     """Network links up per bucket (fewest and most in the bucket's scrapes) against the links the
     node should have: a link down for one scrape shows as a dip of the `fewest` line."""
     fig = go.Figure()
-    x = charts._utc_naive(links["bucket_ts"])
-    fig.add_scatter(x=x, y=links["links_max"].to_numpy(), mode="lines", name="most up",
+    x, most, fewest = _steps_with_gaps(links["bucket_ts"], links["links_max"], links["links_min"],
+                                       bucket_s=bucket_s)
+    fig.add_scatter(x=x, y=most, mode="lines", name="most up",
                     line={"shape": "hv", "width": 1, "color": "#1f77b4"})
-    fig.add_scatter(x=x, y=links["links_min"].to_numpy(), mode="lines", name="fewest up",
+    fig.add_scatter(x=x, y=fewest, mode="lines", name="fewest up",
                     line={"shape": "hv", "width": 2, "color": charts.STATE_COLORS["unavailable"]})
     expected = links["expected"].drop_nulls()
     top = max(charts.column_max(links["links_max"]), charts.column_max(expected))

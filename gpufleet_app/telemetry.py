@@ -50,7 +50,7 @@ def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC
     if moved.is_empty():
         st.success(f"No error counter went up this week ({', '.join(flat)}).")
         return
-    st.plotly_chart(figures.counter_rates(rates), key=f"{key}_rates")
+    st.plotly_chart(figures.counter_rates(rates, RATE_BUCKET_S), key=f"{key}_rates")
     ui.table(
         moved.select("counter", pl.col("gpu").cast(pl.String).fill_null("node").alias("gpu"),
                      "increase", "peak_per_hour"),
@@ -81,7 +81,7 @@ def nvlink(params: dict[str, Any], errors: pl.DataFrame) -> None:
     if traffic.is_empty():
         st.caption("This node reports no `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` this week.")
     else:
-        st.plotly_chart(figures.nvlink_traffic(traffic), key="nvlink_traffic")
+        st.plotly_chart(figures.nvlink_traffic(traffic, RATE_BUCKET_S), key="nvlink_traffic")
         st.caption("The bandwidth counter's increase per UTC hour as MiB/s (reset-safe). A GPU far "
                    "below its peers while they exchange data points at a degraded link.")
     counter_rates(errors, key="nvlink", what="NVLink CRC, replay, recovery")
@@ -94,7 +94,7 @@ def network(params: dict[str, Any], errors: pl.DataFrame) -> None:
     if links.is_empty():
         st.caption("This node reports no `nic_links_up` this week.")
     else:
-        st.plotly_chart(figures.nic_links(links), key="nic_links")
+        st.plotly_chart(figures.nic_links(links, RATE_BUCKET_S), key="nic_links")
         short = links.filter(pl.col("links_min") < pl.col("expected"))
         if short.height:
             st.warning(f"Fewer links up than expected in {short.height} hour(s) this week.")

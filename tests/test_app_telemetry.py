@@ -4,12 +4,16 @@ Expected numbers come from the raw samples (SQL written here) or the fixture's h
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import polars as pl
 import pytest
 
+from gpufleet_app import figures
 from tests.app_fixture import (
     ECC_GPU,
     ECC_NODE,
@@ -70,22 +74,77 @@ def test_gpu_chart_band_is_the_min_and_max_of_the_samples(use_db: Path) -> None:
     at = open_page("nodes", node="gpu-000", week="2026-W48", metric="DCGM_FI_DEV_SM_CLOCK")
     no_errors(at)
     chart = figure(at, "SM clock (MHz)")
-    low = next(t for t in chart["data"] if t["name"] == "gpu 5 min")
-    high = next(t for t in chart["data"] if t["name"] == "gpu 5 min-max")
+    band = next(t for t in chart["data"] if t["name"] == "gpu 5 min-max")
     mean = next(t for t in chart["data"] if t["name"] == "gpu 5")
-    assert high["fill"] == "tonexty"
+    assert band["fill"] == "toself"
     expected = sql(use_db, f"""
         SELECT min(value) AS lo, max(value) AS hi FROM gpu_samples
         WHERE node = 'gpu-000' AND gpu = 5 AND metric = 'DCGM_FI_DEV_SM_CLOCK'
           AND ts >= {W48_START} AND ts < {W48_END}""").row(0)
-    lows = [v for v in values(low["y"]) if v is not None and not np.isnan(v)]
-    highs = [v for v in values(high["y"]) if v is not None and not np.isnan(v)]
-    means = [v for v in values(mean["y"]) if v is not None and not np.isnan(v)]
+    edges: dict[str, dict[pd.Timestamp, float]] = {"max": {}, "min": {}}
+    for x, y, edge in zip(band["x"], band["y"], band["customdata"]):
+        if edge is not None:
+            edges[edge][pd.Timestamp(x)] = y
+    lows, highs = edges["min"], edges["max"]
+    means = {pd.Timestamp(x): y for x, y in zip(mean["x"], values(mean["y"]))
+             if y is not None and not np.isnan(y)}
     # fixture: gpu 5 at 345 MHz idle, 1980 busy, 1500 throttled
-    assert (min(lows), max(highs)) == expected == (345.0, 1980.0)
-    assert all(lo <= m <= hi for lo, m, hi in zip(values(low["y"]), values(mean["y"]), values(high["y"]))
-               if not np.isnan(m))
-    assert len(lows) == len(highs) == len(means)
+    assert (min(lows.values()), max(highs.values())) == expected == (345.0, 1980.0)
+    assert lows.keys() == highs.keys() == means.keys()
+    assert all(lows[x] <= means[x] <= highs[x] for x in means)
+
+
+def _filled_spans(traces: list[go.Scatter]) -> list[tuple[datetime, datetime]]:
+    """The time spans plotly.js fills for the band traces: `toself` closes every run between
+    nulls on its own; `tonexty` joins its runs into one path (the nulls only break the line), so
+    it fills from its first to its last point."""
+    spans = []
+    for trace in traces:
+        xs = list(trace.x)
+        if trace.fill == "toself":
+            runs, run = [], []
+            for x in [*xs, None]:
+                if x is None:
+                    if run:
+                        runs.append(run)
+                    run = []
+                else:
+                    run.append(x)
+        elif trace.fill == "tonexty":
+            runs = [[x for x in xs if x is not None and not pd.isna(x)]]
+        else:
+            continue
+        spans += [(pd.Timestamp(min(r)).to_pydatetime(), pd.Timestamp(max(r)).to_pydatetime()) for r in runs]
+    return spans
+
+
+def test_band_and_mean_line_break_at_a_telemetry_gap() -> None:
+    """Buckets 00:00, 00:15, 00:30, then silence until 02:00, 02:15: spacing median 15 min, so
+    the 90-minute silence (> 2 x 15 min) is a gap. The band covers 00:00-00:30 and 02:00-02:15 and
+    nothing in between; the mean line has a null at 00:45 (the bucket after 00:30)."""
+    minutes = [0, 15, 30, 120, 135]
+    samples = pl.DataFrame({
+        "gpu": [0] * 5,
+        "bucket_ts": [datetime(2026, 11, 23, tzinfo=UTC) + timedelta(minutes=m) for m in minutes],
+        "value": [10.0, 11.0, 12.0, 20.0, 21.0],
+        "min_value": [8.0, 9.0, 10.0, 18.0, 19.0],
+        "max_value": [12.0, 13.0, 14.0, 22.0, 23.0],
+    })
+    anomalies = pl.DataFrame(schema={"start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"),
+                                     "gpu": pl.Int64, "severity": pl.Utf8, "kind": pl.Utf8})
+    fig = figures.gpu_metric_band(samples, anomalies, "SM clock (MHz)")
+    bands = [t for t in fig.data if t.fill in ("toself", "tonexty")]
+    spans = _filled_spans(bands)
+    at = datetime(2026, 11, 23)
+    assert spans == [(at, at + timedelta(minutes=30)), (at + timedelta(hours=2), at + timedelta(minutes=135))]
+    inside_gap = at + timedelta(hours=1)
+    assert not any(start <= inside_gap <= end for start, end in spans)
+    # both edges of each polygon: max forward, min back (8..10 under 12..14, 18..19 under 22..23)
+    band = bands[0]
+    assert [y for y in band.y if y is not None] == [12.0, 13.0, 14.0, 10.0, 9.0, 8.0, 22.0, 23.0, 19.0, 18.0]
+    mean = next(t for t in fig.data if t.name == "gpu 0")
+    breaks = [pd.Timestamp(x).to_pydatetime() for x, y in zip(mean.x, mean.y) if np.isnan(y)]
+    assert breaks == [at + timedelta(minutes=45)]
 
 
 def test_clock_event_reasons_decoded_per_gpu(use_db: Path) -> None:
@@ -155,6 +214,44 @@ def test_fleet_heatmap_is_nodes_by_hour(use_db: Path, query: dict, field: str, s
         assert cell == pytest.approx(value)
     for name, value in query.items():
         assert at.query_params[name] == value
+
+
+def test_fleet_heatmap_keeps_a_column_no_node_reported_empty() -> None:
+    """Columns 00:00, 01:00 and 04:00 reported, 02:00 and 03:00 by no node: the heatmap has all five
+    1-hour columns and the two silent ones are empty, not covered by widened neighbours (plotly
+    sizes a cell to meet the next x)."""
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    cells = pl.DataFrame({
+        "node": ["n1", "n2", "n1", "n2", "n1"],
+        "column_ts": [at, at, at + timedelta(hours=1), at + timedelta(hours=1), at + timedelta(hours=4)],
+        "mean_value": [50.0, 60.0, 51.0, 61.0, 54.0],
+    })
+    trace = figures.fleet_heatmap(cells, "mean_value", "GPU temperature (°C)").data[0]  # 1-h columns
+    assert [pd.Timestamp(x).hour for x in trace.x] == [0, 1, 2, 3, 4]
+    grid = np.array(trace.z, dtype=float)
+    assert np.isnan(grid[:, 2:4]).all()
+    assert grid[0].tolist()[:2] == [50.0, 51.0] and grid[0][4] == 54.0
+    assert grid[1].tolist()[:2] == [60.0, 61.0] and np.isnan(grid[1][4])  # n2 silent at 04:00
+
+
+def test_links_up_step_lines_break_at_missing_buckets() -> None:
+    """Hourly buckets 00, 01, 02, then none until 05, 06: the 02:00 step is held to 03:00 (the end
+    of its bucket), then the line breaks; it is never drawn across 03:00-05:00, where no scrape
+    said how many links were up."""
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    hours = [0, 1, 2, 5, 6]
+    links = pl.DataFrame({
+        "bucket_ts": [at + timedelta(hours=h) for h in hours],
+        "links_min": [32, 32, 30, 32, 32],
+        "links_max": [32, 32, 32, 32, 32],
+        "expected": [32] * 5,
+    })
+    fig = figures.nic_links(links)  # hourly buckets
+    fewest = next(t for t in fig.data if t.name == "fewest up")
+    points = [(pd.Timestamp(x).hour, None if np.isnan(y) else y) for x, y in zip(fewest.x, fewest.y)]
+    assert points == [(0, 32), (1, 32), (2, 30), (3, 30), (3, None), (5, 32), (6, 32)]
+    most = next(t for t in fig.data if t.name == "most up")
+    assert [pd.Timestamp(x).hour for x in most.x] == [0, 1, 2, 3, 3, 5, 6]
 
 
 def test_fleet_heatmap_filters_by_cluster(use_db: Path) -> None:

@@ -58,7 +58,8 @@ st.caption(
     f"{wording} of the node's GPUs' samples over {hours:g} h (from the 15-minute rollup); an "
     "empty cell is a node that did not report. Open a node below for its per-GPU charts."
 )
-st.plotly_chart(figures.fleet_heatmap(cells, column, FIELDS[field]), key="fleet_heatmap")
+st.plotly_chart(figures.fleet_heatmap(cells, column, FIELDS[field], column_s=round(hours * 3600)),
+                key="fleet_heatmap")
 
 chosen = st.selectbox("Open a node", cells["node"].unique().sort().to_list(), index=None,
                       placeholder="Choose a node to open its page")
