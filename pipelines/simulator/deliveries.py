@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from pipelines.contract import LANDING_TABLES
 
@@ -67,9 +68,9 @@ def deliver(source: Path, out: Path, start: datetime, end: datetime, *, as_of: d
             rows = rows.filter((stamped >= start) & (stamped < end))
         elif table in SCHEDULER_TABLES:
             rows = _as_seen(rows, start, end, as_of)
-        frame = rows.collect()
-        frame.write_parquet(out / f"{table}.parquet", compression="zstd")
-        written[table] = frame.height
+        # Streamed: the history of a large fleet does not fit in memory at once.
+        rows.sink_parquet(out / f"{table}.parquet", compression="zstd")
+        written[table] = pq.ParquetFile(out / f"{table}.parquet").metadata.num_rows
     return written
 
 
