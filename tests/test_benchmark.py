@@ -14,7 +14,9 @@ def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
     out = run.main(["--scale", "XS", "--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "results")])
     result = json.loads(out.read_text())
     extra, unavailable = optional_stages([], [], tmp_path, run.WEEK)
-    expected = ["simulate", "ingest", "floor", "compute", "compute_unchanged", *(name for name, _ in extra)]
+    updates = [f"update_{u}_{part}" for u in ("next_hour", "next_day") for part in ("ingest", "compute")]
+    expected = ["simulate", "deliveries", "ingest", "floor", "compute", "compute_unchanged",
+                *(name for name, _ in extra), *updates]
     stages = {s["stage"]: s for s in result["stages"]}
     assert list(stages) == expected
     assert result["unavailable"] == unavailable
@@ -25,10 +27,13 @@ def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
         assert s["seconds"] > 0 and s["cpu_s"] > 0 and s["peak_rss_mib"] > 0
         assert s["ratio_to_floor"] == pytest.approx(s["seconds"] / stages["floor"]["seconds"], abs=0.01)
     assert stages["floor"]["ratio_to_floor"] == 1.0
-    for name in ("simulate", "ingest", "floor", "compute"):
+    for name in ("ingest", "floor", "compute"):
         assert stages[name]["rows"] == result["rows"]
         assert stages[name]["rows_per_s"] == pytest.approx(result["rows"] / stages[name]["seconds"], rel=1e-3)
     assert stages["compute_unchanged"]["rows"] is None
+    # Each update brought new rows, so its compute ran every step instead of skipping.
+    for update in ("next_hour", "next_day"):
+        assert stages[f"update_{update}_compute"]["detail"]["steps_s"], update
     # The floor's one pass saw every (node, gpu, metric) series: 4 x 8 x 14.
     assert stages["floor"]["detail"]["gpu_series"] == 4 * 8 * 14
     for name, s in stages.items():
