@@ -416,8 +416,14 @@ def _run_server(cmd: list[str], env: dict[str, str]) -> int:
     then SIGKILL after 10 s), then gpufleet exits.
     """
 
+    received: list[int] = []
+
     def stop(signum: int, _frame: object) -> None:
-        raise _Stopped(signum)
+        # Only the first signal interrupts: a signal sent to the process group reaches the server
+        # too, and later ones must not cut the cleanup below short.
+        received.append(signum)
+        if len(received) == 1:
+            raise _Stopped(signum)
 
     # SIGINT too: polars installs its own native SIGINT handler at import, which swallows Ctrl+C
     # here. A signal ignored from the start (nohup, a background job) stays ignored.
@@ -680,6 +686,9 @@ def main() -> None:
             if isinstance(e, duckdb.Error):
                 raise _explained(e) from None
             raise
+    except _Stopped as stopped:
+        # The signal arrived just as the server exited on its own (it got the same signal).
+        sys.exit(128 + int(stopped.args[0]))
     except GpufleetError as e:
         # soft_wrap: one line per message however long the path in it, so logs and greps see it whole.
         console.print(f"[bold red]Error:[/] {escape(e.title)}", highlight=False, soft_wrap=True)

@@ -36,7 +36,7 @@ def wait_until(predicate, seconds: float) -> bool:
     return predicate()
 
 
-def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
+def start(args: list[str], cwd: Path, *, stderr=subprocess.DEVNULL) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # As from a terminal: a test runner started in the background may hand down SIGINT ignored,
     # so the command starts with Python's own Ctrl+C handler in place.
@@ -46,7 +46,7 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     )
     return subprocess.Popen(
         [sys.executable, "-c", launcher, *args], cwd=cwd, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True,
     )
 
 
@@ -101,3 +101,23 @@ def test_stopping_gpufleet_demo_stops_its_server(tmp_path):
     proc = start(["--db", str(tmp_path / "fleet.duckdb"), "demo", "--nodes", "1", "--days", "1",
                   "--data", str(tmp_path / "demo-data"), "--port", str(port)], tmp_path)
     stop_and_check(proc, port, signal.SIGTERM, startup_s=300)
+
+
+def test_a_signal_to_the_whole_process_group_stops_quietly(tmp_path):
+    # `make demo` stopped from a terminal, or a service manager stopping the unit, signals every
+    # process of the group: the server exits on its own while gpufleet handles the same signal.
+    db = computed_fixture(tmp_path / "fleet.duckdb")
+    port = free_port()
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w") as stderr:
+        proc = start(["--db", str(db), "app", "--port", str(port)], tmp_path, stderr=stderr)
+        try:
+            assert wait_until(lambda: serving(port) or proc.poll() is not None, 90)
+            assert serving(port)
+            os.killpg(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+    assert "Traceback" not in errors.read_text(), errors.read_text()
