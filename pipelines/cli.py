@@ -150,12 +150,17 @@ def _print_loads(results) -> None:
 def ingest_files_cmd(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="Folder of <table>.csv|.jsonl|.parquet files.")],
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import ingest_files
 
     with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
-        results = ingest_files(session.con, folder)
+        results = ingest_files(session.con, folder, cluster)
     _print_loads(results)
 
 
@@ -181,6 +186,11 @@ def ingest_prometheus_cmd(
         typer.Option("--allow-partial", help="Load what a store answers only in part, and record those windows "
                      "as incomplete (re-fetched by later runs)."),
     ] = False,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
@@ -195,7 +205,7 @@ def ingest_prometheus_cmd(
     with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
         report = ingest_prometheus(
             session.con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
-            allow_partial=allow_partial, progress=lambda msg: status.update(f"Fetching {msg} ..."),
+            allow_partial=allow_partial, cluster=cluster, progress=lambda msg: status.update(f"Fetching {msg} ..."),
         )
     _print_warnings(report.warnings)
     _print_loads(report.loads)
@@ -222,12 +232,17 @@ def ingest_sacct_cmd(
     delimiter: Annotated[
         str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
     ] = "|",
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import ingest_sacct
 
     with _writing(ctx, "ingest sacct", create=True) as session:
-        results, parsed = ingest_sacct(session.con, file, delimiter)
+        results, parsed = ingest_sacct(session.con, file, delimiter, cluster)
     _print_warnings(parsed.warnings)
     _print_loads(results)
 
@@ -240,12 +255,17 @@ def ingest_kube_jobs_cmd(
     pods: Annotated[
         Path | None, typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes.")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import ingest_kube_jobs
 
     with _writing(ctx, "ingest kube-jobs", create=True) as session:
-        results, skipped = ingest_kube_jobs(session.con, file, user_label, pods)
+        results, skipped = ingest_kube_jobs(session.con, file, user_label, pods, cluster)
     if skipped:
         _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."])
     _print_loads(results)
@@ -263,6 +283,11 @@ def ingest_kernel_log_cmd(
     pci_map: Annotated[
         str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
@@ -274,6 +299,7 @@ def ingest_kernel_log_cmd(
             boot_time=parse_time(boot_time) if boot_time else None,
             year=year,
             pci_map=parse_pci_map(pci_map) if pci_map else None,
+            cluster=cluster,
         )
     _print_warnings(parsed.warnings(str(file)))
     out.print(f"{parsed.xid_lines:,} Xid lines read.")
@@ -284,12 +310,17 @@ def ingest_kernel_log_cmd(
 def ingest_rank_steps_cmd(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")],
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import ingest_rank_steps
 
     with _writing(ctx, "ingest rank-steps", create=True) as session:
-        results = ingest_rank_steps(session.con, file)
+        results = ingest_rank_steps(session.con, file, cluster)
     _print_loads(results)
 
 
@@ -344,11 +375,16 @@ def simulate(
     faults: Annotated[
         str, typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet.")
     ] = "default",
+    cluster_prefix: Annotated[
+        str, typer.Option(help="Prefix for the cluster names (`east` -> `east-train-use1-a`): the same fleet "
+                          "as another cluster, same node names and job ids.")
+    ] = "",
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
 
-    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults)
+    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults,
+                                  cluster_prefix=cluster_prefix)
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
     for table, rows in summary.items():

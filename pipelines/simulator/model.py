@@ -70,10 +70,14 @@ class SimulationConfig:
     seed: int
     start: datetime
     faults: str = "default"
+    cluster_prefix: str = ""
+    """Prefixed to every cluster name (`east` -> `east-train-use1-a`): the same fleet simulated
+    as another cluster, with the same node names and job ids."""
 
     @classmethod
     def create(
-        cls, nodes: int, days: int, seed: int, start: str | None = None, faults: str = "default"
+        cls, nodes: int, days: int, seed: int, start: str | None = None, faults: str = "default",
+        cluster_prefix: str = "",
     ) -> SimulationConfig:
         if nodes < 1 or nodes > 4096:
             raise ConfigError(f"Cannot simulate {nodes} nodes.", "Pass --nodes between 1 and 4096.")
@@ -81,7 +85,13 @@ class SimulationConfig:
             raise ConfigError(f"Cannot simulate {days} days.", "Pass --days between 1 and 62.")
         if faults not in ("default", "none"):
             raise ConfigError(f"Unknown fault plan `{faults}`.", "Use `default` or `none`.")
-        return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start, days), faults=faults)
+        return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start, days), faults=faults,
+                   cluster_prefix=cluster_prefix)
+
+    def cluster_name(self, index: int) -> str:
+        """The name of simulated cluster `index` (into CLUSTERS)."""
+        name = CLUSTERS[index][0]
+        return f"{self.cluster_prefix}-{name}" if self.cluster_prefix else name
 
     @property
     def horizon_s(self) -> int:

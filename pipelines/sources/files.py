@@ -113,7 +113,9 @@ def landing_files(folder: Path) -> list[Path]:
     return found
 
 
-def ingest_files(con: duckdb.DuckDBPyConnection, folder: str | Path) -> list[LoadResult]:
-    """Load every landing file of `folder` as one batch."""
+def ingest_files(
+    con: duckdb.DuckDBPyConnection, folder: str | Path, cluster: str | None = None
+) -> list[LoadResult]:
+    """Load every landing file of `folder` as one batch (`cluster`: the ingest's --cluster)."""
     items = [read_table_file(con, path) for path in landing_files(Path(folder))]
-    return load_batch(con, items, source=f"files:{Path(folder).name}")
+    return load_batch(con, items, source=f"files:{Path(folder).name}", cluster=cluster)

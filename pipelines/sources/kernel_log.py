@@ -176,6 +176,7 @@ def ingest_kernel_log(
     boot_time: datetime | None = None,
     year: int | None = None,
     pci_map: dict[str, tuple[int, str | None]] | None = None,
+    cluster: str | None = None,
 ) -> tuple[list[LoadResult], KernelLogResult]:
     """Load the XIDs of one node's kernel log as one batch."""
     path = Path(path)
@@ -187,5 +188,5 @@ def ingest_kernel_log(
     mapping.update(pci_map or {})
     result = parse_kernel_log(text, node, boot_time=boot_time, year=year, pci_map=mapping, origin=str(path))
     loads = load_batch(con, [TableInput("gpu_events", result.events, str(path), position="line")],
-                       source=f"kernel-log:{node}")
+                       source=f"kernel-log:{node}", cluster=cluster)
     return loads, result

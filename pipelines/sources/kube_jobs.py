@@ -306,7 +306,7 @@ def _read(path: Path) -> str:
 
 
 def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_label: str = "gpufleet.io/user",
-                     pods: str | Path | None = None) -> tuple[list[LoadResult], int]:
+                     pods: str | Path | None = None, cluster: str | None = None) -> tuple[list[LoadResult], int]:
     """Load one kubectl JSON file (plus an optional pods file) as one batch; also return how many
     objects were not jobs or their pods."""
     path = Path(path)
@@ -314,4 +314,4 @@ def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_labe
     pods_text = _read(Path(pods)) if pods is not None else None
     jobs, attempts, skipped = parse_kube_jobs(text, str(path), user_label, pods_text, str(pods))
     items = [TableInput("jobs", jobs, str(path)), TableInput("job_attempts", attempts, str(path))]
-    return load_batch(con, items, source=f"kube-jobs:{path.name}"), skipped
+    return load_batch(con, items, source=f"kube-jobs:{path.name}", cluster=cluster), skipped

@@ -87,11 +87,13 @@ def read_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> TableIn
     return TableInput("rank_steps", relation, str(path), position="line")
 
 
-def ingest_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[LoadResult]:
+def ingest_rank_steps(
+    con: duckdb.DuckDBPyConnection, path: str | Path, cluster: str | None = None
+) -> list[LoadResult]:
     """Load one rank-step file as one batch."""
     try:
         item = read_rank_steps(con, path)
-        return load_batch(con, [item], source=f"rank-steps:{Path(path).name}")
+        return load_batch(con, [item], source=f"rank-steps:{Path(path).name}", cluster=cluster)
     except duckdb.Error as e:
         raise InputError(f"cannot be read: {e}", file=str(path)) from e
     finally:
