@@ -364,6 +364,23 @@ def compute(
 
 
 @app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Upgrade an older database in place (any writing command also does it, the first time).
+
+    Adds `cluster` to every landing table: each record takes its node's cluster from `nodes`,
+    a job its attempts' nodes' (docs/operations.md "Upgrading a database").
+    """
+    from pipelines.migrate import migrate_landing
+
+    with _writing(ctx, "migrate", create=False) as session:
+        upgraded = migrate_landing(session.con)
+    if upgraded:
+        out.print(f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next.")
+    else:
+        out.print("Nothing to upgrade: the database has the current landing schema.")
+
+
+@app.command()
 def simulate(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the landing Parquet files to.")],
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,

@@ -53,7 +53,7 @@ def _where(item: Item, row: int) -> dict[str, int]:
 
 def _own(view_has_cluster: bool) -> str:
     """The record's own cluster (NULL when the file has no such column or the cell is empty)."""
-    return "nullif(trim(CAST(cluster AS VARCHAR)), '')" if view_has_cluster else "CAST(NULL AS VARCHAR)"
+    return "nullif(CAST(cluster AS VARCHAR), '')" if view_has_cluster else "CAST(NULL AS VARCHAR)"
 
 
 def resolve_clusters(
@@ -65,12 +65,25 @@ def resolve_clusters(
     cannot be resolved. The caller drops the views with `drop_resolution(con, views)`.
     """
     has = {item.view: "cluster" in _columns(con, item.view) for item in items}
+    # One scan per input with the column: its clusters, and whether any record lacks one. An input
+    # whose every record names its cluster (the common case) passes through untouched: no per-row work.
+    named: dict[str, list[str]] = {}
+    complete: set[str] = set()
+    for item in items:
+        if has[item.view]:
+            values, missing = con.execute(
+                f"SELECT list(DISTINCT c) FILTER (WHERE c IS NOT NULL AND c <> ''), "
+                f"bool_or(c IS NULL OR c = '') FROM (SELECT CAST(cluster AS VARCHAR) AS c FROM {item.view})"
+            ).fetchall()[0]
+            named[item.view] = sorted(values or [])
+            if not missing:
+                complete.add(item.view)
     if given is not None:
         given = given.strip()
         if not given:
             raise InputError("--cluster cannot be empty", hint="Give the cluster's name, e.g. --cluster east.")
         for item in items:
-            if not has[item.view]:
+            if not has[item.view] or named[item.view] in ([], [given]):
                 continue
             found = con.execute(
                 f"SELECT __row, CAST(cluster AS VARCHAR) FROM {item.view} WHERE {_own(True)} IS NOT NULL "
@@ -88,6 +101,10 @@ def resolve_clusters(
         views = []
         for i, item in enumerate(items):
             name = f"__resolved_{i}"
+            if item.view in complete:
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {item.view}")
+                views.append(name)
+                continue
             expr = f"coalesce({_own(True)}, {fixed})" if has[item.view] else fixed
             replace = "* EXCLUDE (cluster)" if has[item.view] else "*"
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, {expr} AS cluster FROM {item.view}")
@@ -100,8 +117,8 @@ def resolve_clusters(
     explicit_clusters = ["SELECT DISTINCT cluster FROM nodes", "SELECT DISTINCT cluster FROM jobs"]
     for item in items:
         if has[item.view]:
-            explicit_clusters.append(f"SELECT DISTINCT {_own(True)} FROM {item.view}")
-            if "node" in _columns(con, item.view) and item.table in NODE_KEYED:
+            explicit_clusters.extend(f"SELECT {_literal(c)}" for c in named[item.view])
+            if item.table == "nodes":
                 pairs.append(f"SELECT DISTINCT CAST(node AS VARCHAR), {_own(True)} FROM {item.view} "
                              f"WHERE {_own(True)} IS NOT NULL")
     con.execute(
@@ -157,6 +174,10 @@ def resolve_clusters(
     views = []
     for i, item in enumerate(items):
         name = f"__resolved_{i}"
+        if item.view in complete:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {item.view}")
+            views.append(name)
+            continue
         own = _own(has[item.view])
         replace = "* EXCLUDE (cluster)" if has[item.view] else "*"
         if item.table in NODE_KEYED:
