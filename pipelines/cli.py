@@ -370,10 +370,16 @@ def migrate(ctx: typer.Context) -> None:
     Adds `cluster` to every landing table: each record takes its node's cluster from `nodes`,
     a job its attempts' nodes' (docs/operations.md "Upgrading a database").
     """
-    from pipelines.migrate import migrate_landing
+    from pipelines.migrate import migrate_landing, tables_to_migrate
+    from pipelines.store import connect
 
+    reader = connect(ctx.obj.db, read_only=True)
+    try:
+        upgraded = tables_to_migrate(reader)
+    finally:
+        reader.close()
     with _writing(ctx, "migrate", create=False) as session:
-        upgraded = migrate_landing(session.con)
+        migrate_landing(session.con)  # opening for writing has upgraded already; this makes sure
     if upgraded:
         out.print(f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next.")
     else:

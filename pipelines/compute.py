@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.config import Settings
-from pipelines.sql import execute, load_sql, statements
 from pipelines.contract import LANDING_TABLES
+from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema, quote_ident
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]

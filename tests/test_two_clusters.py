@@ -256,3 +256,22 @@ def test_a_database_of_the_older_schema_upgrades_in_place(tmp_path):
     con.close()
     con = open_store(path)  # the second open has nothing to do
     assert con.execute("SELECT count(*) FROM load_log").fetchall()[0][0] == 2
+
+
+def test_gpufleet_migrate_says_what_it_upgraded(tmp_path):
+    import sys
+
+    old_schema = subprocess.run(["git", "show", "b4719d4:queries/schema/landing.sql"], capture_output=True,
+                                text=True, check=False, cwd=Path(__file__).parent)
+    require(old_schema.returncode == 0, "commit b4719d4 in the git history")
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(old_schema.stdout)
+    con.execute("INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL)")
+    con.close()
+    run = [sys.executable, "-m", "pipelines", "--db", str(path), "migrate"]
+    first = subprocess.run(run, capture_output=True, text=True, check=False, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert "Upgraded node_conditions, gpu_samples" in " ".join(first.stdout.split())
+    second = subprocess.run(run, capture_output=True, text=True, check=False, timeout=120)
+    assert "Nothing to upgrade" in second.stdout
