@@ -7,7 +7,7 @@ APP_STAMP := $(VENV)/.installed-app
 SCALE ?= S
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench eval check clean
+.PHONY: demo test bench eval check format-check docs clean screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,30 @@ bench: $(STAMP)
 eval: $(STAMP)
 	$(BIN)/gpufleet evaluate --seeds 1..5
 
+# docs/screenshots/*.png: every page at 1500x1000 in headless Chromium, from the demo database
+# (`gpufleet demo --no-app` first builds it when SCREENSHOT_DB does not exist).
+SCREENSHOT_DB ?= fleet.duckdb
+screenshots: $(STAMP)
+	test -f $(SCREENSHOT_DB) || $(BIN)/gpufleet --db $(SCREENSHOT_DB) demo --no-app
+	$(BIN)/python -m tests.screenshots --db $(SCREENSHOT_DB) --out docs/screenshots
+
+LINTED := pipelines gpufleet_app tests testkit app.py benchmarks
+
+# Lint, the layer contracts (pyproject.toml [tool.importlinter]), types and the generated
+# reference docs; all offline.
 check: $(STAMP)
-	$(BIN)/ruff check pipelines gpufleet_app tests app.py benchmarks
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/lint-imports
+	$(BIN)/mypy
+	$(BIN)/python -m pipelines.docgen --check
+
+# Regenerate docs/reference/ (CLI help, settings) after changing a command or a setting.
+docs: $(STAMP)
+	$(BIN)/python -m pipelines.docgen
+
+# Not yet part of `check`: the tree is formatted in one pass of its own.
+format-check: $(STAMP)
+	$(BIN)/ruff format --check $(LINTED)
 
 clean:
 	rm -rf $(VENV) fleet.duckdb demo-data test-artifacts

@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pipelines.config import Settings
 from pipelines.sql import load_sql, param_names, queries_dir, query_pl
 from pipelines.store import connect
 
@@ -31,6 +32,10 @@ QUERY_PARAMS: dict[str, dict[str, Any]] = {
     "anomaly_list": {"job": "*"},
     "trends": {"weeks": 12},
     "node_counter_rates": {"bucket_s": 3600},
+    "node_nvlink_traffic": {"bucket_s": 3600},
+    "node_nic_links": {"bucket_s": 3600},
+    # the page passes the setting ([availability] good_when_true_suffixes); the default here
+    "node_conditions": {"good_when_true_suffixes": list(Settings().availability.good_when_true_suffixes)},
     "fleet_heatmap": {"metric": "DCGM_FI_DEV_GPU_TEMP"},
 }
 _QUERY_CALL = re.compile(r"""query\(\s*["']([a-z0-9_]+)["']""")

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 from pipelines.simulate import SimulationConfig, simulate
 from pipelines.sources.prometheus import PrometheusSettings, ingest_prometheus
 from pipelines.store import open_store, row_counts
-from tests.prometheus_server import backfill, prometheus_server
+from testkit.prometheus_server import backfill, prometheus_server
 
 
 def run(nodes: int, days: int, chunk_s: int, downsample_s: int | None) -> dict:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+import math
 from datetime import UTC, datetime
+from typing import cast
 
 import plotly.graph_objects as go
 import polars as pl
@@ -47,6 +49,15 @@ def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
     return fig
 
 
+def legend_below(fig: go.Figure, y: float = -0.12) -> go.Figure:
+    """The legend under the plot, left-aligned: on a half-width chart a legend above the plot
+    wraps onto the title; below, plotly grows the bottom margin to fit it. `y` (a share of the
+    plot's height) clears tilted tick labels."""
+    fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": y, "yanchor": "top"},
+                      margin={"t": 50, "b": 10})
+    return fig
+
+
 DAY_TICKS = "%a %d"
 TIME_TICKS = "%d %b %H:%M"
 
@@ -60,9 +71,37 @@ def _naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
 
+def column_max(series: pl.Series) -> float:
+    """The largest value of a numeric column, 0.0 when it is empty or all null."""
+    return float(cast(float | None, series.max()) or 0.0)
+
+
+def nice_step(span: float, ticks: int = 5, factors: tuple[float, ...] = (1, 2, 2.5, 5)) -> float:
+    """A tick step of factor x 10^k giving at most `ticks` steps over `span`
+    (0-635 jobs: 200, never 127; 0-30.5 %: 10, never 15.2)."""
+    if not span or span <= 0 or math.isnan(span):
+        return 1.0
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next((f * power for f in factors if f * power >= raw * (1 - 1e-9)), 10 * power)
+
+
 def count_tick(largest: int | None) -> int:
-    """A whole-number tick step giving about five ticks (counts have no fractions)."""
-    return max(1, -(-int(largest or 0) // 5))
+    """A whole-number tick step of 1, 2 or 5 x 10^k giving at most five steps (counts have no
+    fractions, and a reader adds up round steps: 0, 200, 400, 600, never 127, 254, 381)."""
+    return max(1, round(nice_step(float(largest or 0), factors=(1, 2, 5))))
+
+
+def availability_range(percents: list[float | None]) -> list[float]:
+    """The availability axis (percent): up to 100, from a round value under the week's lowest
+    day, never below 0 (a 0 % day draws from 0 to 100, not -1..1)."""
+    known = [p for p in percents if p is not None and not math.isnan(p)]
+    lowest = min(known) if known else 0.0
+    if lowest >= 100:
+        return [99.0, 100.5]
+    step = nice_step(100 - lowest)
+    # one step of room under the lowest day, on a multiple of the step
+    return [max(0.0, round(math.floor(lowest / step + 1e-9) * step - step, 6)), 100.5]
 
 
 def availability_trend(daily: pl.DataFrame) -> go.Figure:
@@ -77,10 +116,13 @@ def availability_trend(daily: pl.DataFrame) -> go.Figure:
                     mode="lines+markers", line={"color": "#111"}, secondary_y=False)
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
-    fig.update_yaxes(title_text="availability %", secondary_y=False)
+    low, high = availability_range((daily["availability"] * 100).to_list())
+    fig.update_yaxes(title_text="availability %", secondary_y=False, range=[low, high],
+                     dtick=nice_step(high - low))
+    lost = column_max(daily["unavailable_node_h"] + daily["unknown_node_h"])
     fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False,
-                     tickmode="auto", nticks=5, rangemode="tozero")
-    return _layout(fig, "Node availability per day")
+                     rangemode="tozero", dtick=nice_step(lost))
+    return legend_below(_layout(fig, "Node availability per day"))
 
 
 def jobs_trend(daily: pl.DataFrame) -> go.Figure:
@@ -94,7 +136,7 @@ def jobs_trend(daily: pl.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(title_text="jobs ended", rangemode="tozero",
-                     dtick=count_tick(daily["eligible_jobs"].max()))
+                     dtick=count_tick(cast(int | None, daily["eligible_jobs"].max())))
     return _layout(fig, "Jobs ended per day")
 
 
@@ -158,10 +200,10 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
                     mode="lines+markers", line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
     fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
-                     dtick=count_tick(pareto["attempts"].max()))
+                     dtick=count_tick(cast(int | None, pareto["attempts"].max())))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
-    return _layout(fig, "Failed attempts by cause (Pareto)", height=380)
+    return legend_below(_layout(fig, "Failed attempts by cause (Pareto)", height=440), y=-0.35)
 
 
 def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str], title: str,
@@ -213,17 +255,29 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
         # numpy arrays: plotly validates and encodes them in one step (lists go point by point).
         fig.add_scatter(x=_utc_naive(part["bucket_ts"]), y=part["value"].to_numpy(), mode="lines",
                         name=f"gpu {gpu}", line={"width": 1.5})
-    horizon = samples["bucket_ts"].max() if not samples.is_empty() else None
+    horizon = cast(datetime | None, samples["bucket_ts"].max()) if not samples.is_empty() else None
+    # Spans are shaded without text: overlapping findings stacked their labels into an unreadable
+    # pile. Each span gets a marker on the top edge instead, named on hover, one legend entry per
+    # severity.
+    markers: dict[str, tuple[list, list]] = {}
     for row in anomalies.iter_rows(named=True):
         end: datetime | None = row["end_ts"] or horizon
         if end is None:
             continue
         where = f"gpu {row['gpu']}" if row["gpu"] is not None else "node"
-        fig.add_vrect(x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=SEVERITY_COLORS.get(row["severity"], "#999"),
-                      opacity=0.15, line_width=0,
-                      annotation_text=f"{row['kind']} ({where})", annotation_position="top left",
-                      annotation_font_size=10)
-    fig.update_yaxes(title_text=metric_label)
+        color = SEVERITY_COLORS.get(row["severity"], "#999")
+        fig.add_vrect(x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=color, opacity=0.15, line_width=0)
+        starts, texts = markers.setdefault(row["severity"], ([], []))
+        starts.append(_naive(row["start_ts"]))
+        texts.append(plain(f"{row['kind']} ({where}), {row['severity']}"))
+    for severity, (starts, texts) in markers.items():
+        fig.add_scatter(x=starts, y=[1.0] * len(starts), yaxis="y2", mode="markers", name=f"{severity} finding",
+                        marker={"symbol": "triangle-down", "size": 10,
+                                "color": SEVERITY_COLORS.get(severity, "#999")},
+                        hovertext=texts, hovertemplate="%{hovertext}<br>from %{x|%a %d %H:%M} UTC<extra></extra>")
+    if markers:
+        fig.update_layout(yaxis2={"overlaying": "y", "range": [0, 1.02], "visible": False, "fixedrange": True})
+    fig.update_layout(yaxis_title_text=metric_label)
     return _layout(fig, metric_label, height=340)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -93,7 +93,7 @@ class Reader:
                         raise
                     time.sleep(delay)
                     delay *= 2
-        return self._con
+        return cast(duckdb.DuckDBPyConnection, self._con)  # set above, or the loop raised
 
     def close(self) -> None:
         if self._con is not None:
@@ -107,14 +107,14 @@ class Reader:
         try:
             frame = _cached_query(name, params, str(self.path), self.fingerprint, self)
         except DatabaseBusyError as e:
-            frame = _last_good_get(key)
-            if frame is None:
+            last_good = _last_good_get(key)
+            if last_good is None:
                 raise DatabaseBusyError(
                     e.title, "Reload the page once it is closed; the dashboard reads the file again then."
                 ) from None
             self.stale = True
             self.busy_title = e.title
-            return frame
+            return last_good
         _last_good_put(key, frame)
         return frame
 

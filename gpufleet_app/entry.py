@@ -26,6 +26,7 @@ def render() -> None:
         st.Page(ui.ANOMALIES, title="Anomalies", icon=":material/warning:", url_path="anomalies"),
         st.Page(ui.TELEMETRY, title="Fleet telemetry", icon=":material/grid_on:", url_path="telemetry"),
         st.Page(ui.REMEDIATION, title="Remediation", icon=":material/build:", url_path="remediation"),
+        st.Page(ui.UTILISATION, title="Utilisation", icon=":material/speed:", url_path="utilisation"),
     ])
     started = time.perf_counter()
     with data.page_run():

@@ -94,10 +94,11 @@ def lost_pareto(pareto: pl.DataFrame) -> go.Figure:
     fig.add_scatter(x=labels, y=share, name="cumulative %", mode="lines+markers",
                     line={"color": "#111"}, secondary_y=True)
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
-    fig.update_yaxes(title_text="GPU-hours lost", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="GPU-hours lost", secondary_y=False, rangemode="tozero",
+                     dtick=charts.nice_step(charts.column_max(ranked["lost_gpu_h"])))
     fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
                      showgrid=False, tickmode="linear")
-    return _layout(fig, "GPU-hours lost by cause (Pareto)", height=380)
+    return charts.legend_below(_layout(fig, "GPU-hours lost by cause (Pareto)", height=440), y=-0.35)
 
 
 # ---------------------------------------------------------------- node telemetry
@@ -190,3 +191,36 @@ def fleet_heatmap(cells: pl.DataFrame, value: str, label: str) -> go.Figure:
     fig.update_xaxes(type="date", tickformat=charts.DAY_TICKS, dtick=86_400_000)
     fig.update_yaxes(autorange="reversed", type="category")
     return _layout(fig, f"{label} per node and hour", height=max(320, min(4000, 12 * len(nodes) + 160)))
+
+
+def nvlink_traffic(traffic: pl.DataFrame) -> go.Figure:
+    """NVLink traffic per GPU, MiB/s averaged over each bucket (the counter's rate, never its total)."""
+    fig = go.Figure()
+    for index, gpu in enumerate(sorted(traffic["gpu"].unique().to_list())):
+        part = traffic.filter(pl.col("gpu") == gpu)
+        fig.add_scatter(x=charts._utc_naive(part["bucket_ts"]), y=part["mib_per_s"].to_numpy(), mode="lines",
+                        line={"shape": "hv", "width": 1.5, "color": PALETTE[index % len(PALETTE)]},
+                        name=f"gpu {gpu}", hovertemplate=f"gpu {gpu}: %{{y:,.1f}} MiB/s<extra></extra>")
+    fig.update_yaxes(title_text="MiB/s", rangemode="tozero")
+    return _layout(fig, "NVLink traffic per GPU (MiB/s, hourly mean)", height=320)
+
+
+def nic_links(links: pl.DataFrame) -> go.Figure:
+    """Network links up per bucket (fewest and most in the bucket's scrapes) against the links the
+    node should have: a link down for one scrape shows as a dip of the `fewest` line."""
+    fig = go.Figure()
+    x = charts._utc_naive(links["bucket_ts"])
+    fig.add_scatter(x=x, y=links["links_max"].to_numpy(), mode="lines", name="most up",
+                    line={"shape": "hv", "width": 1, "color": "#1f77b4"})
+    fig.add_scatter(x=x, y=links["links_min"].to_numpy(), mode="lines", name="fewest up",
+                    line={"shape": "hv", "width": 2, "color": charts.STATE_COLORS["unavailable"]})
+    expected = links["expected"].drop_nulls()
+    top = max(charts.column_max(links["links_max"]), charts.column_max(expected))
+    if expected.len():
+        fig.add_hline(y=float(expected[0]), line={"dash": "dash", "color": "#111", "width": 1})
+        fig.add_scatter(x=[None], y=[None], mode="lines", name=f"expected ({expected[0]:.0f})",
+                        line={"dash": "dash", "color": "#111", "width": 1})
+    # whole links: integer ticks from 0, with room above the expected line
+    fig.update_yaxes(title_text="links up", range=[0, top + 1 if top else 1],
+                     dtick=charts.count_tick(int(top) + 1), rangemode="tozero")
+    return _layout(fig, "Network links up (InfiniBand / EFA)", height=300)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+from typing_extensions import TypeIs
+
 from pipelines.markdown import escape_markdown
 
 MISSING = "—"
@@ -13,7 +15,9 @@ text = escape_markdown
 """A value from the URL or the data, as literal text in Markdown (never a link, image or HTML)."""
 
 
-def _missing(value: float | None) -> bool:
+def _missing(value: float | None) -> TypeIs[None]:
+    # TypeIs: where it returns False the value is a number (NaN also returns True, and is not None,
+    # but every caller returns MISSING there without reading it).
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 

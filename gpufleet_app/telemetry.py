@@ -1,5 +1,6 @@
-"""The node page's telemetry as an SRE reads it: error counters as rates per hour, the
-clock-event (throttle) reasons, and the GPUs' UUIDs for an RMA ticket. Each reads one
+"""The node page's telemetry as an SRE reads it: error counters as rates per hour, NVLink
+traffic and errors, the network links (InfiniBand / EFA) up and their errors, the clock-event
+(throttle) reasons, and the GPUs' UUIDs for an RMA ticket. Each reads one
 `queries/app/*.sql` file; the page calls `node_sections` once."""
 
 from __future__ import annotations
@@ -17,18 +18,28 @@ RATE_BUCKET_S = 3600
 REASON_FIELDS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
 
+NVLINK_COUNTERS = ("NVLink CRC flit errors", "NVLink CRC data errors", "NVLink replay errors",
+                   "NVLink recovery errors")
+NIC_COUNTERS = ("NIC link errors",)
+"""Counters of node_counter_rates.sql shown in the NVLink and network panels, not with ECC/PCIe."""
+
+
 def node_sections(params: dict[str, Any]) -> None:
-    """Counter rates, clock-event reasons and GPU identities of the node in `params`."""
-    counter_rates(params)
+    """Counter rates, NVLink and network panels, clock-event reasons and GPU identities of the
+    node in `params`."""
+    rates = data.query("node_counter_rates", **_node_params(params), bucket_s=RATE_BUCKET_S)
+    gpu_errors = rates.filter(~pl.col("counter").is_in([*NVLINK_COUNTERS, *NIC_COUNTERS]))
+    gpu_counters(gpu_errors)
+    nvlink(params, rates.filter(pl.col("counter").is_in(NVLINK_COUNTERS)))
+    network(params, rates.filter(pl.col("counter").is_in(NIC_COUNTERS)))
     clock_reasons(params)
     gpu_identities(params)
 
 
-def counter_rates(params: dict[str, Any]) -> None:
-    st.subheader("Error counters (rate per hour)")
-    rates = data.query("node_counter_rates", **_node_params(params), bucket_s=RATE_BUCKET_S)
+def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC, PCIe replay") -> None:
+    """The chart and table of the counters in `rates` (rows of node_counter_rates.sql)."""
     if rates.is_empty():
-        st.info("This node reports no error counters (ECC, PCIe replay, NVLink, NIC) this week.")
+        st.info(f"This node reports none of these counters ({what}) this week.")
         return
     totals = (
         rates.group_by("counter", "gpu", maintain_order=True)
@@ -36,18 +47,14 @@ def counter_rates(params: dict[str, Any]) -> None:
     )
     moved = totals.filter(pl.col("increase") > 0)
     flat = sorted(set(totals["counter"]) - set(moved["counter"]))
-    st.caption(
-        "How fast each counter went up, per UTC hour, never its cumulative total. A drop is a "
-        "counter reset (reboot, GPU reset) and counts as the new value, never as a negative rate."
-    )
     if moved.is_empty():
         st.success(f"No error counter went up this week ({', '.join(flat)}).")
         return
-    st.plotly_chart(figures.counter_rates(rates), key="counter_rates")
+    st.plotly_chart(figures.counter_rates(rates), key=f"{key}_rates")
     ui.table(
         moved.select("counter", pl.col("gpu").cast(pl.String).fill_null("node").alias("gpu"),
                      "increase", "peak_per_hour"),
-        key="counter_totals",
+        key=f"{key}_totals",
         column_config={
             "increase": st.column_config.NumberColumn("increase this week", format="%.0f"),
             "peak_per_hour": st.column_config.NumberColumn("peak per hour", format="%.1f"),
@@ -55,6 +62,46 @@ def counter_rates(params: dict[str, Any]) -> None:
     )
     if flat:
         st.caption(f"Flat all week: {', '.join(flat)}.")
+
+
+RATE_NOTE = ("How fast each counter went up, per UTC hour, never its cumulative total. A drop is a "
+             "counter reset (reboot, GPU reset) and counts as the new value, never as a negative rate.")
+
+
+def gpu_counters(rates: pl.DataFrame) -> None:
+    st.subheader("Error counters (rate per hour)")
+    st.caption(RATE_NOTE)
+    counter_rates(rates)
+
+
+def nvlink(params: dict[str, Any], errors: pl.DataFrame) -> None:
+    """NVLink traffic per GPU (the bandwidth counter as MiB/s) and the NVLink error counters' rates."""
+    st.subheader("NVLink")
+    traffic = data.query("node_nvlink_traffic", **_node_params(params), bucket_s=RATE_BUCKET_S)
+    if traffic.is_empty():
+        st.caption("This node reports no `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` this week.")
+    else:
+        st.plotly_chart(figures.nvlink_traffic(traffic), key="nvlink_traffic")
+        st.caption("The bandwidth counter's increase per UTC hour as MiB/s (reset-safe). A GPU far "
+                   "below its peers while they exchange data points at a degraded link.")
+    counter_rates(errors, key="nvlink", what="NVLink CRC, replay, recovery")
+
+
+def network(params: dict[str, Any], errors: pl.DataFrame) -> None:
+    """Network links (InfiniBand / EFA) up against the expected count, and the link errors' rate."""
+    st.subheader("Network (InfiniBand / EFA)")
+    links = data.query("node_nic_links", **_node_params(params), bucket_s=RATE_BUCKET_S)
+    if links.is_empty():
+        st.caption("This node reports no `nic_links_up` this week.")
+    else:
+        st.plotly_chart(figures.nic_links(links), key="nic_links")
+        short = links.filter(pl.col("links_min") < pl.col("expected"))
+        if short.height:
+            st.warning(f"Fewer links up than expected in {short.height} hour(s) this week.")
+        else:
+            st.caption("Links up per UTC hour (fewest and most in the hour's scrapes) against the "
+                       "node's expected count (`nodes.nic_expected`).")
+    counter_rates(errors, key="nic", what="NIC link errors")
 
 
 def clock_reasons(params: dict[str, Any]) -> None:

@@ -23,8 +23,21 @@ TREND_METRICS: tuple[tuple[str, str, bool], ...] = (
     ("mtbf_h", "MTBF (h)", False),
     ("mttr_h", "MTTR (h)", False),
     ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", False),
+    ("escape_rate", "Escape rate %", True),
 )
 """(weekly_summary column, panel title, is a 0-1 ratio)."""
+
+WHEN_PRESENT = frozenset({"escape_rate"})
+"""Trends drawn only when some week has a value (the escape rate needs fleet failures)."""
+
+
+def shown_metrics(trend: pl.DataFrame) -> list[tuple[str, str, bool]]:
+    """TREND_METRICS without the optional ones no week of `trend` has a value for."""
+    return [
+        metric for metric in TREND_METRICS
+        if metric[0] not in WHEN_PRESENT
+        or (metric[0] in trend.columns and trend[metric[0]].is_not_null().any())
+    ]
 
 PARETO_WEIGHTS = {"attempts": "Failed attempts", "lost": "GPU-hours lost"}
 
@@ -72,16 +85,17 @@ def section(filters: ui.Filters, trend: pl.DataFrame) -> None:
         "(black), from the weekly summary: ratios are summed numerators over summed denominators; "
         "a week without data is a gap, never 0."
     )
-    st.plotly_chart(figures.trends(trend, list(TREND_METRICS), weeks), key="trends")
+    metrics = shown_metrics(trend)
+    st.plotly_chart(figures.trends(trend, metrics, weeks), key="trends")
     with st.expander("Trend table (per week, per cluster)"):
         shown = trend.select(
             "week",
             pl.col("cluster").replace({"*": "all clusters"}),
-            *[(pl.col(c) * 100).alias(c) if ratio else pl.col(c) for c, _, ratio in TREND_METRICS],
+            *[(pl.col(c) * 100).alias(c) if ratio else pl.col(c) for c, _, ratio in metrics],
         )
         ui.table(shown, key="trend_table", column_config={
             column: st.column_config.NumberColumn(title, format="%.2f" if ratio else "%.1f")
-            for column, title, ratio in TREND_METRICS
+            for column, title, ratio in metrics
         })
 
 

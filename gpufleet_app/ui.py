@@ -9,12 +9,13 @@ import polars as pl
 import streamlit as st
 
 from gpufleet_app import data, fmt
+from pipelines.compute import derived
 from pipelines.config import Settings, load_settings
 from pipelines.errors import GpufleetError
 from pipelines.weeks import IsoWeek
 
 ALL_CLUSTERS = "*"
-REQUIRED_VIEWS = (
+REQUIRED_VIEWS = derived(
     "node_state_intervals", "node_availability_daily", "fleet_availability_daily", "job_outcomes",
     "attempt_outcomes", "job_goodput", "goodput_segments", "goodput_stack", "rank_slowdown",
     "anomalies", "node_cost",
@@ -27,6 +28,7 @@ JOBS = PAGES_DIR / "jobs.py"
 ANOMALIES = PAGES_DIR / "anomalies.py"
 TELEMETRY = PAGES_DIR / "telemetry.py"
 REMEDIATION = PAGES_DIR / "remediation.py"
+UTILISATION = PAGES_DIR / "utilisation.py"
 
 
 class NothingToShow(GpufleetError):

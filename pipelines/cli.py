@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,6 +27,7 @@ from pipelines.errors import GpufleetError
 
 if TYPE_CHECKING:
     from pipelines.serving import WriteSession
+    from pipelines.sources.protocol import Source, SourceReport
 
 app = typer.Typer(
     name="gpufleet",
@@ -157,16 +158,29 @@ def ingest_files_cmd(
     ] = None,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
-    from pipelines.sources.files import ingest_files
+    from pipelines.sources.files import FilesSource
 
     with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
-        results = ingest_files(session.con, folder, cluster)
-    _print_loads(results)
+        report = FilesSource(folder, cluster=cluster).ingest(session.con)
+    _print_report(report)
 
 
 def _print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
         console.print(f"[yellow]Warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
+
+
+def _print_report(report: SourceReport) -> None:
+    """Every source's run the same way: its warnings, what it read, then each table's counts."""
+    _print_warnings(report.warnings)
+    for note in report.notes:
+        out.print(note)
+    _print_loads(report.loads)
+
+
+def _source_settings(ctx: typer.Context, source: type[Source]) -> Any:
+    """The one way a source gets settings: its `[section]` of gpufleet.toml, as validated there."""
+    return getattr(ctx.obj.settings(), source.settings_section) if source.settings_section else None
 
 
 @ingest_app.command("prometheus")
@@ -198,17 +212,19 @@ def ingest_prometheus_cmd(
     GPUFLEET_PROM_USER and GPUFLEET_PROM_PASSWORD (basic auth). A private CA: REQUESTS_CA_BUNDLE.
     Exit code 3: the store answered some chunks only in part (the message says how many).
     """
-    from pipelines.sources.prometheus import ingest_prometheus, parse_time
+    from pipelines.sources.prometheus import PrometheusSource
+    from pipelines.times import parse_time
 
-    settings = ctx.obj.settings().prometheus
+    settings = _source_settings(ctx, PrometheusSource)
     start_ts, end_ts = parse_time(start), parse_time(end)
     with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
-        report = ingest_prometheus(
-            session.con, url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
-            allow_partial=allow_partial, cluster=cluster, progress=lambda msg: status.update(f"Fetching {msg} ..."),
-        )
-    _print_warnings(report.warnings)
-    _print_loads(report.loads)
+        run = PrometheusSource(
+            url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
+            allow_partial=allow_partial, cluster=cluster,
+            progress=lambda msg: status.update(f"Fetching {msg} ..."),
+        ).ingest(session.con)
+    _print_report(run)
+    report = run.detail  # the requests, samples and partial answers only this source has
     rate = report.samples_fetched / report.seconds if report.seconds else 0.0
     from pipelines.sources.prometheus import count, partial_summary
 
@@ -239,12 +255,11 @@ def ingest_sacct_cmd(
     ] = None,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
-    from pipelines.sources.slurm import ingest_sacct
+    from pipelines.sources.slurm import SacctSource
 
     with _writing(ctx, "ingest sacct", create=True) as session:
-        results, parsed = ingest_sacct(session.con, file, delimiter, cluster)
-    _print_warnings(parsed.warnings)
-    _print_loads(results)
+        report = SacctSource(file, delimiter, cluster=cluster).ingest(session.con)
+    _print_report(report)
 
 
 @ingest_app.command("kube-jobs")
@@ -262,13 +277,11 @@ def ingest_kube_jobs_cmd(
     ] = None,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
-    from pipelines.sources.kube_jobs import ingest_kube_jobs
+    from pipelines.sources.kube_jobs import KubeJobsSource
 
     with _writing(ctx, "ingest kube-jobs", create=True) as session:
-        results, skipped = ingest_kube_jobs(session.con, file, user_label, pods, cluster)
-    if skipped:
-        _print_warnings([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."])
-    _print_loads(results)
+        report = KubeJobsSource(file, user_label, pods, cluster=cluster).ingest(session.con)
+    _print_report(report)
 
 
 @ingest_app.command("kernel-log")
@@ -290,20 +303,18 @@ def ingest_kernel_log_cmd(
     ] = None,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
-    from pipelines.sources.kernel_log import ingest_kernel_log, parse_pci_map
-    from pipelines.sources.prometheus import parse_time
+    from pipelines.sources.kernel_log import KernelLogSource, parse_pci_map
+    from pipelines.times import parse_time
 
     with _writing(ctx, "ingest kernel-log", create=True) as session:
-        results, parsed = ingest_kernel_log(
-            session.con, file, node,
+        report = KernelLogSource(
+            file, node,
             boot_time=parse_time(boot_time) if boot_time else None,
             year=year,
             pci_map=parse_pci_map(pci_map) if pci_map else None,
             cluster=cluster,
-        )
-    _print_warnings(parsed.warnings(str(file)))
-    out.print(f"{parsed.xid_lines:,} Xid lines read.")
-    _print_loads(results)
+        ).ingest(session.con)
+    _print_report(report)
 
 
 @ingest_app.command("rank-steps")
@@ -317,11 +328,11 @@ def ingest_rank_steps_cmd(
     ] = None,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
-    from pipelines.sources.rank_steps import ingest_rank_steps
+    from pipelines.sources.rank_steps import RankStepsSource
 
     with _writing(ctx, "ingest rank-steps", create=True) as session:
-        results = ingest_rank_steps(session.con, file, cluster)
-    _print_loads(results)
+        report = RankStepsSource(file, cluster=cluster).ingest(session.con)
+    _print_report(report)
 
 
 @app.command()
@@ -532,8 +543,10 @@ def _stage(done: str, doing: str) -> Iterator[None]:
 @app.command()
 def demo(
     ctx: typer.Context,
-    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
-    days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
+    # Three full ISO weeks, so the dashboard has week-over-week deltas and sparklines; 24 nodes keep
+    # the GPU-days (and so the simulate/load/compute time) near one week of 64 nodes.
+    nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 24,
+    days: Annotated[int, typer.Option(help="Days of telemetry (21: three ISO weeks).")] = 21,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 1,
     data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path("demo-data"),
     no_app: Annotated[bool, typer.Option("--no-app", help="Stop after computing; print a summary.")] = False,

@@ -19,7 +19,7 @@ import duckdb
 from pipelines.errors import InputError
 
 NODE_KEYED: frozenset[str] = frozenset(
-    {"nodes", "node_conditions", "gpu_samples", "node_samples", "gpu_events", "maintenance"}
+    {"nodes", "node_conditions", "gpu_samples", "gpu_instance_samples", "node_samples", "gpu_events", "maintenance"}
 )
 JOB_KEYED: frozenset[str] = frozenset({"jobs", "job_attempts", "rank_steps", "checkpoints"})
 
@@ -142,10 +142,10 @@ def resolve_clusters(
     # attempts belongs to, else the stored job's.
     job_pairs = []
     for table in ("jobs", "job_attempts"):
-        item = by_table.get(table)
-        if item is not None and has[item.view]:
+        job_item = by_table.get(table)
+        if job_item is not None and has[job_item.view]:
             job_pairs.append(f"SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, {_own(True)} AS cluster "
-                             f"FROM {item.view} WHERE {_own(True)} IS NOT NULL")
+                             f"FROM {job_item.view} WHERE {_own(True)} IS NOT NULL")
     explicit_jobs = " UNION ".join(job_pairs) if job_pairs else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
     attempts = by_table.get("job_attempts")
     from_nodes = "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
@@ -180,6 +180,8 @@ def resolve_clusters(
             continue
         own = _own(has[item.view])
         replace = "* EXCLUDE (cluster)" if has[item.view] else "*"
+        key: str | None
+        map_table: str | None
         if item.table in NODE_KEYED:
             key, map_table = "node", "__node_cluster"
         elif item.table in JOB_KEYED:
@@ -204,7 +206,8 @@ def resolve_clusters(
             f"SELECT name, clusters FROM __names WHERE n > 1 OR (n IS NULL AND {single} IS NULL) ORDER BY name LIMIT 1"
         ).fetchall()
         if problem:
-            _refuse_name(con, item, key, own, *problem[0], known)
+            problem_name, problem_clusters = problem[0]
+            _refuse_name(con, item, key, own, problem_name, problem_clusters, known)
         resolved = con.execute(
             f"SELECT list(DISTINCT coalesce(cluster, {single})) FROM __names"
         ).fetchall()[0][0] or []

@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import duckdb
 
 from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES
+from pipelines.errors import DatabaseMissingError
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema, quote_ident
 
@@ -30,14 +31,32 @@ class Step:
     name: str
     run: PythonStep | None = None
     """None: run `queries/derived/<name>.sql`."""
+    table: bool = True
+    """False: the step updates tables of earlier steps instead of building its own."""
+
+
+# The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
+# (or a reader of DERIVED_TABLES) never needs it.
+def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.stragglers import build_rank_slowdown as run
+
+    run(con, settings)
+
+
+def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import detect_anomalies as run
+
+    run(con, settings)
+
+
+def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.detectors import follow_up_anomalies as run
+
+    run(con, settings)
 
 
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
-    # Imported here: scipy takes seconds to import, and a skipped compute never needs it.
-    from pipelines.detectors import detect_anomalies, follow_up_anomalies
-    from pipelines.stragglers import build_rank_slowdown
-
     return [
         Step("xid_catalogue"),
         # Read by most steps below: "now" (the data horizon) and who ran where.
@@ -50,6 +69,15 @@ def _steps() -> list[Step]:
         Step("job_stalls"),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
+        # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
+        # attempt_clusters and the landing tables; goodput_stack and weekly_summary read them.
+        Step("mig_profiles"),
+        Step("gpu_job_assignments"),
+        Step("gpu_activity_windows"),
+        Step("gpu_utilisation_daily"),
+        Step("job_utilisation"),
+        Step("team_utilisation_weekly"),
+        Step("mig_packing"),
         Step("rank_slowdown", run=build_rank_slowdown),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
@@ -62,7 +90,7 @@ def _steps() -> list[Step]:
         # Needs node states and job outcomes: holds hardware findings open while their node stays
         # unavailable (the states above only read them as `degraded`, which `unavailable` outranks),
         # escalates repeats, and weighs each finding's impact and goodput lost.
-        Step("anomaly_follow_up", run=follow_up_anomalies),
+        Step("anomaly_follow_up", run=follow_up_anomalies, table=False),
         Step("node_remediation"),
         Step("node_remediation_history"),
         Step("goodput_stack"),
@@ -78,10 +106,27 @@ def _steps() -> list[Step]:
     ]
 
 
+DERIVED_TABLES: tuple[str, ...] = tuple(step.name for step in _steps() if step.table)
+"""Every table `gpufleet compute` builds, in the order it builds them: the one list the tables
+the report, the dashboard and the exports read are chosen from (`derived`)."""
+
+
+def derived(*names: str) -> tuple[str, ...]:
+    """`names`, each checked to be a table of DERIVED_TABLES (a reader's list of what it needs)."""
+    unknown = [name for name in names if name not in DERIVED_TABLES]
+    if unknown:
+        raise ValueError(f"not built by `gpufleet compute`: {', '.join(unknown)} (see DERIVED_TABLES)")
+    return names
+
+
 BOOKKEEPING_TABLES = frozenset(
     {"load_log", "ingest_watermarks", "gpu_devices", "ingest_incomplete", "ingest_partial_log", "compute_log"}
 )
 """Tables of the database that are neither landing nor derived."""
+
+REFERENCE_TABLES = frozenset({"xid_catalogue", "mig_profiles", "anomaly_kinds"})
+"""Derived tables that are reference data, the same for every cluster: each pass builds them, the
+database keeps one copy, without `cluster`."""
 
 # Derived tables whose own `cluster` column already names the cluster (or '*' for all of them).
 _OWN_CLUSTER = "cluster"
@@ -134,6 +179,8 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only: bool) -> None:
     """Give every derived table of this pass its `cluster`; with several clusters, set the rows aside."""
     for table in _derived_tables(con):
+        if table in REFERENCE_TABLES:
+            continue
         name = quote_ident(table)
         columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
         has_cluster = _OWN_CLUSTER in columns
@@ -254,6 +301,22 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
     return (computed[0][0], current) if current != computed[0][0] else None
 
 
+def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
+    """Fail with the command to run when a derived table has not been computed yet."""
+    present = {
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    }
+    missing = [t for t in tables if t not in present]
+    if missing:
+        raise DatabaseMissingError(
+            f"The database has no `{missing[0]}` table yet.",
+            "Run `gpufleet compute` first (or `gpufleet demo --no-app` for a demo database).",
+        )
+
+
 def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
     """True when the last compute used this data version and these settings (read-only check)."""
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
@@ -279,6 +342,9 @@ def compute(
     last = _last_compute(con)  # also creates compute_log on a new database
     if not force and last == (version, fingerprint):
         return ComputeResult(True, version, {})
+    from pipelines.detectors import check_detect_files
+
+    check_detect_files()  # a detector file that would silently not run stops the compute here
     params = settings.sql_params()
     timings: dict[str, float] = {}
     started = time.perf_counter()

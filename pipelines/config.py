@@ -168,12 +168,30 @@ class DetectionSettings:
     """Policy: never cordon/drain more than this share of a cluster's nodes at once."""
 
 
+@dataclass(frozen=True, config=SECTION)
+class UtilisationSettings:
+    idle_activity: Share = 0.05
+    """An allocated GPU (or MIG instance) whose activity (graphics engine active, else
+    DCGM_FI_DEV_GPU_UTIL / 100) is below this for a whole scrape window is idle then."""
+    window_max_s: PositiveInt = 300
+    """A sample stands for the time to the next sample of its GPU, at most this long (seconds):
+    a longer gap is missing telemetry, neither busy nor idle."""
+    packing_max_activity: Share = 0.5
+    """MIG packing considers workloads whose p95 activity per GPU stays at or below this share."""
+    packing_headroom: NonNegativeFloat = 0.2
+    """A MIG profile fits when its compute share and memory exceed the workload's p95 activity
+    and peak memory by this fraction."""
+    mig_profiles: str = ""
+    """CSV of MIG profiles per GPU model; empty: the bundled queries/data/mig_profiles.csv."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     availability: AvailabilitySettings = field(default_factory=AvailabilitySettings)
     failures: FailureSettings = field(default_factory=FailureSettings)
     stragglers: StragglerSettings = field(default_factory=StragglerSettings)
     detection: DetectionSettings = field(default_factory=DetectionSettings)
+    utilisation: UtilisationSettings = field(default_factory=UtilisationSettings)
     prometheus_table: dict[str, Any] = field(default_factory=dict)
     """The `[prometheus]` table as written; validated when read, `prometheus` is its model
     (built on use, so only the Prometheus ingest imports its client)."""
@@ -193,7 +211,7 @@ class Settings:
 
     def sql_params(self) -> dict[str, Any]:
         """The flat named parameters the SQL files may use."""
-        a, f, s = self.availability, self.failures, self.stragglers
+        a, f, s, u = self.availability, self.failures, self.stragglers, self.utilisation
         detection = {f"det_{k}": v for k, v in dataclasses.asdict(self.detection).items()}
         return detection | {
             "staleness_s": a.staleness_s,
@@ -211,6 +229,11 @@ class Settings:
             "straggler_alpha": s.alpha,
             "relative_score_threshold": s.relative_score_threshold,
             "repeat_offender_jobs": s.repeat_offender_jobs,
+            "util_idle_activity": u.idle_activity,
+            "util_window_max_s": u.window_max_s,
+            "util_packing_max_activity": u.packing_max_activity,
+            "util_packing_headroom": u.packing_headroom,
+            "mig_profiles_path": u.mig_profiles or str(queries_dir() / "data" / "mig_profiles.csv"),
         }
 
 
@@ -219,6 +242,7 @@ _SECTIONS: dict[str, type] = {
     "failures": FailureSettings,
     "stragglers": StragglerSettings,
     "detection": DetectionSettings,
+    "utilisation": UtilisationSettings,
 }
 SECTION_NAMES = (*_SECTIONS, "prometheus")
 

@@ -11,6 +11,7 @@ LANDING_TABLES: tuple[str, ...] = (
     "nodes",
     "node_conditions",
     "gpu_samples",
+    "gpu_instance_samples",
     "node_samples",
     "gpu_events",
     "jobs",
@@ -24,6 +25,7 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     "nodes": ("cluster", "node"),
     "node_conditions": ("cluster", "node", "condition", "ts"),
     "gpu_samples": ("cluster", "node", "gpu", "metric", "ts"),
+    "gpu_instance_samples": ("cluster", "node", "gpu", "gpu_i_id", "metric", "ts"),
     "node_samples": ("cluster", "node", "metric", "ts"),
     "gpu_events": ("cluster", "node", "gpu", "ts", "kind", "code"),
     "jobs": ("cluster", "job_id"),
@@ -77,6 +79,7 @@ NON_NEGATIVE: dict[str, tuple[str, ...]] = {
 # Sample values must be finite: NaN or infinity is refused.
 FINITE_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpu_samples": ("value",),
+    "gpu_instance_samples": ("value",),
     "node_samples": ("value",),
 }
 

@@ -43,9 +43,8 @@ from pathlib import Path
 
 import duckdb
 
-from pipelines.compute import stale_data
+from pipelines.compute import derived, require_tables, stale_data
 from pipelines.errors import GpufleetError
-from pipelines.report import require_tables
 from pipelines.sql import bind, load_sql
 from pipelines.weeks import IsoWeek
 
@@ -67,7 +66,12 @@ EXPORT_TABLES: dict[str, tuple[str, ...]] = {
     "failure_escapes": ("week",),
     "checkpoint_advice": ("week",),
     "node_cost": ("week",),
+    "gpu_utilisation_daily": ("cluster", "day"),
+    "job_utilisation": ("week",),
+    "team_utilisation_weekly": ("cluster", "week"),
+    "mig_packing": ("cluster", "week"),
 }
+derived(*EXPORT_TABLES)  # each one a table `gpufleet compute` builds
 STAGING_PREFIX = ".staging-"
 PARTIAL_SUFFIX = ".partial"
 LOCK_NAME = ".export.lock"

@@ -17,7 +17,7 @@ from pipelines.sql import load_sql, statements
 UNKNOWN_CLUSTER = "unknown"
 """The cluster of a record whose node or job `nodes` does not place, in a fleet of several clusters."""
 
-NODE_TABLES = ("node_conditions", "gpu_samples", "node_samples", "gpu_events", "maintenance")
+NODE_TABLES = ("node_conditions", "gpu_samples", "gpu_instance_samples", "node_samples", "gpu_events", "maintenance")
 JOB_TABLES = ("jobs", "job_attempts", "rank_steps", "checkpoints")
 
 

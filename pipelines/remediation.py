@@ -14,8 +14,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from pipelines.compute import require_tables
 from pipelines.errors import GpufleetError
-from pipelines.report import require_tables
 from pipelines.sql import query_pl
 from pipelines.weeks import IsoWeek
 

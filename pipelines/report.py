@@ -24,9 +24,11 @@ from typing import Any
 
 import duckdb
 import polars as pl
+from typing_extensions import TypeIs
 
+from pipelines.compute import derived, require_tables
 from pipelines.config import Settings
-from pipelines.errors import DatabaseMissingError, GpufleetError
+from pipelines.errors import GpufleetError
 from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
 from pipelines.weeks import IsoWeek
@@ -44,7 +46,19 @@ TREND_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mtbf_h", "MTBF", "hours"),
     ("mttr_h", "MTTR", "hours"),
     ("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
+    ("escape_rate", "Escape rate", "ratio"),
 )
+TRENDS_WHEN_PRESENT = frozenset({"escape_rate"})
+"""Trend columns shown only when some week has a value (the escape rate needs fleet failures)."""
+
+
+def trend_columns(trends: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """TREND_COLUMNS without the optional ones no week of `trends` has a value for."""
+    return [
+        column for column in TREND_COLUMNS
+        if column[0] not in TRENDS_WHEN_PRESENT
+        or (column[0] in trends.columns and trends[column[0]].is_not_null().any())
+    ]
 
 
 def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -52,22 +66,6 @@ def open_read_only(db: str | Path) -> duckdb.DuckDBPyConnection:
     from pipelines.serving import open_snapshot
 
     return open_snapshot(db)
-
-
-def require_tables(con: duckdb.DuckDBPyConnection, tables: list[str]) -> None:
-    """Fail with the command to run when a derived table has not been computed yet."""
-    present = {
-        row[0]
-        for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-        ).fetchall()
-    }
-    missing = [t for t in tables if t not in present]
-    if missing:
-        raise DatabaseMissingError(
-            f"The database has no `{missing[0]}` table yet.",
-            "Run `gpufleet compute` first (or `gpufleet demo --no-app` for a demo database).",
-        )
 
 
 @dataclass(frozen=True)
@@ -104,14 +102,18 @@ class WeeklyReport:
     """node, cluster, lost_gpu_h, failure_gpu_h, straggler_gpu_h, waiting_gpu_h, ..."""
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
+    utilisation: pl.DataFrame | None = None
+    """team, queue, jobs, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs."""
+    mig_packing: pl.DataFrame | None = None
+    """workload, cluster, gpu_model, jobs, gpu_h, p95_activity, peak_memory_gib, profile, freed_gpu_h, gpus_freed."""
 
 
-REPORT_TABLES = [
+REPORT_TABLES = derived(
     "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
     "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
     "goodput_segments",
-    "failure_escapes", "checkpoint_advice", "node_cost",
-]
+    "failure_escapes", "checkpoint_advice", "node_cost", "team_utilisation_weekly", "mig_packing",
+)
 
 
 def build_report(
@@ -161,6 +163,8 @@ def build_report(
         escapes=query_pl(con, "report/escapes", params),
         checkpoints=query_pl(con, "report/checkpoints", params),
         node_cost=query_pl(con, "report/node_cost", params),
+        utilisation=query_pl(con, "report/utilisation", params),
+        mig_packing=query_pl(con, "report/mig_packing", params),
     )
 
 
@@ -180,7 +184,9 @@ def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> p
 
 # ---------------------------------------------------------------- formatting
 
-def _missing(value: Any) -> bool:
+def _missing(value: Any) -> TypeIs[None]:
+    # TypeIs: where it returns False the value is a number (NaN returns True too; callers then
+    # print "n/a" without reading it).
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
@@ -287,9 +293,10 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          r["severity"], _shorten(r["why"] or "", 120)]
         for r in report.remediation.iter_rows(named=True)
     ]
+    shown_trends = trend_columns(report.trends)
     trends = [
         [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
-         *[format_value(r[column], unit) for column, _, unit in TREND_COLUMNS]]
+         *[format_value(r[column], unit) for column, _, unit in shown_trends]]
         for r in report.trends.iter_rows(named=True)
     ]
     groups = [
@@ -315,6 +322,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          format_delta(r["goodput_regained"], "ratio")]
         for r in report.node_cost.iter_rows(named=True)
     ]
+    empty = pl.DataFrame()
+    teams = [
+        [r["team"], r["queue"], str(r["jobs"]), _gpu_h(r["measured_gpu_h"]), _pct(r["busy_share"]),
+         _gpu_h(r["idle_gpu_h"]), ", ".join(r["top_idle_jobs"] or []) or "-"]
+        for r in (report.utilisation if report.utilisation is not None else empty).iter_rows(named=True)
+    ]
+    packing = [
+        [r["workload"], r["cluster"], r["gpu_model"], str(r["jobs"]), _gpu_h(r["gpu_h"]), _pct(r["p95_activity"]),
+         f"{r['peak_memory_gib']:,.1f} GiB", r["profile"], _gpu_h(r["freed_gpu_h"]), f"{r['gpus_freed']:,.2f}"]
+        for r in (report.mig_packing if report.mig_packing is not None else empty).iter_rows(named=True)
+    ]
     sections = [
         ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
          ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
@@ -331,7 +349,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
          ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
           "never counted as failures of the fleet, whatever else happened on the node.")),
-        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in TREND_COLUMNS]], trends,
+        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in shown_trends]], trends,
          ("Per ISO week and cluster, from the weekly summary; a week without data has no row. "
           "MTBF n/a: no failure that week.")),
         ("Goodput by team and queue",
@@ -367,6 +385,17 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
          ["Node", "Cluster", "Lost GPU-h", "Failures GPU-h", "Straggler GPU-h", "Down while jobs waited GPU-h",
           "Fleet goodput without it", "Goodput regained"], costs,
          "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday."),
+        (f"Utilisation by team and queue (top {len(teams)} by idle GPU-hours)",
+         ["Team", "Queue", "Jobs", "Allocated GPU-h (telemetry)", "Busy share", "Idle GPU-h", "Top idle jobs"],
+         teams,
+         ("Allocated GPU-hours seen in DCGM telemetry (MIG instances by their share of a GPU); busy share = "
+          "graphics-engine-active GPU-hours / allocated; idle: activity below the idle threshold for the "
+          "whole scrape window.")),
+        (f"MIG packing (top {len(packing)})",
+         ["Workload", "Cluster", "GPU model", "Jobs", "GPU-h", "p95 activity", "Peak memory", "MIG profile",
+          "GPU-h freed", "GPUs freed"], packing,
+         ("Workloads holding whole GPUs whose p95 activity and peak memory fit a MIG profile with headroom; "
+          "GPUs freed: GPU-hours freed / 168, on average over the week.")),
     ]
     if report.incomplete is not None and not report.incomplete.is_empty():
         windows = [
@@ -424,6 +453,8 @@ def to_json(report: WeeklyReport) -> str:
         "escapes": _records(report.escapes),
         "checkpoints": _records(report.checkpoints),
         "node_cost": _records(report.node_cost),
+        "utilisation": _records(report.utilisation) if report.utilisation is not None else [],
+        "mig_packing": _records(report.mig_packing) if report.mig_packing is not None else [],
     }
     return json.dumps(payload, indent=2, default=str, allow_nan=False)
 

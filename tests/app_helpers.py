@@ -19,6 +19,7 @@ PAGES = {
     "anomalies": "gpufleet_app/views/anomalies.py",
     "telemetry": "gpufleet_app/views/telemetry.py",
     "remediation": "gpufleet_app/views/remediation.py",
+    "utilisation": "gpufleet_app/views/utilisation.py",
 }
 
 

@@ -372,9 +372,11 @@ def test_node_chart_field_from_the_url(use_db: Path) -> None:
           AND ts >= TIMESTAMPTZ '2026-11-23 00:00+00' AND ts < TIMESTAMPTZ '2026-11-30 00:00+00'""")
     # 15-minute means never exceed the hottest raw sample (fixture: 88 °C on the throttled gpu 5).
     assert max(max(values(trace["y"])) for trace in chart["data"]) <= expected["hottest"][0]
-    # one mean line per GPU, each over its min-max band (two legend-less traces)
-    assert len([t for t in chart["data"] if t.get("showlegend", True)]) == 8
-    assert len(chart["data"]) == 3 * 8
+    # one mean line per GPU, each over its min-max band (two legend-less traces); the node's
+    # findings are markers on the top edge, one trace per severity
+    gpu_traces = [t for t in chart["data"] if not t["name"].endswith(" finding")]
+    assert len([t for t in gpu_traces if t.get("showlegend", True)]) == 8
+    assert len(gpu_traces) == 3 * 8
     assert at.query_params["metric"] == "DCGM_FI_DEV_GPU_TEMP"
 
 

@@ -75,7 +75,7 @@ def test_node_field_picker_offers_no_cumulative_counter(use_db: Path) -> None:
     at = open_page("nodes", node=ECC_NODE, week="2026-W48")
     no_errors(at)
     options = next(s for s in at.selectbox if s.label == "Field").options
-    assert not any("ECC" in o or "PCIE_REPLAY" in o for o in options)
+    assert not any("ECC" in o or "PCIE_REPLAY" in o or "NVLINK_BANDWIDTH" in o for o in options)
 
 
 def test_gpu_chart_band_is_the_min_and_max_of_the_samples(use_db: Path) -> None:

@@ -74,6 +74,7 @@ def test_a_single_point_draws_no_sparkline(use_db: Path) -> None:
         ("ETTR %", "ettr", 100),
         ("MTBF (h)", "mtbf_h", 1),
         ("Interruptions / 1,000 GPU-days", "interruptions_per_1k_gpu_days", 1),
+        ("Escape rate %", "escape_rate", 100),
     ],
 )
 def test_trends_section_draws_every_cluster_per_week(use_db: Path, panel: str, column: str, scale: int) -> None:
@@ -187,3 +188,13 @@ def test_team_and_queue_tables_split_the_same_allocation(use_db: Path) -> None:
     queue = next(d.value for d in at.dataframe if "queue" in d.value.columns)
     assert team["allocated_gpu_h"].sum() == pytest.approx(queue["allocated_gpu_h"].sum())
     assert team["productive_gpu_h"].sum() == pytest.approx(queue["productive_gpu_h"].sum())
+
+
+def test_escape_rate_trend_only_when_a_week_has_one() -> None:
+    from gpufleet_app.trends import TREND_METRICS, shown_metrics
+
+    none_yet = pl.DataFrame({"escape_rate": [None, None]}, schema={"escape_rate": pl.Float64})
+    assert "escape_rate" not in [c for c, _, _ in shown_metrics(none_yet)]
+    assert len(shown_metrics(none_yet)) == len(TREND_METRICS) - 1
+    one_week = pl.DataFrame({"escape_rate": [None, 0.5]})
+    assert "escape_rate" in [c for c, _, _ in shown_metrics(one_week)]

@@ -17,6 +17,7 @@ from pipelines.config import (
     DetectionSettings,
     FailureSettings,
     StragglerSettings,
+    UtilisationSettings,
     load_settings,
 )
 from pipelines.errors import ConfigError
@@ -28,6 +29,7 @@ SECTIONS = {
     "failures": FailureSettings,
     "stragglers": StragglerSettings,
     "detection": DetectionSettings,
+    "utilisation": UtilisationSettings,
     "prometheus": PrometheusSettings,
 }
 

@@ -31,9 +31,9 @@ from pipelines.sources.prometheus import (
     read_watermarks,
 )
 from pipelines.store import row_counts
+from testkit.prometheus_server import available, backfill, free_port, prometheus_server
 from tests.conftest import require
 from tests.fault_proxy import ANNOTATION, THANOS_WARNING, Request, fault_proxy
-from tests.prometheus_server import available, backfill, free_port, prometheus_server
 from tests.test_prometheus import END, SETTINGS, T0, _landing, small_fleet
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,12 +22,14 @@ def fixture_db(tmp_path: Path) -> Path:
 
 
 TREND_LINES = [
-    "| Week | Cluster | Availability | Job success | Goodput | ETTR | MTBF | MTTR | Interruptions / 1,000 GPU-days |",
-    # the numbers of the summary table (see test_report.py): W47 and W48, all clusters
-    "| 2026-W47 | all | 99.01 % | 100.00 % | 80.00 % | 38.71 % | 249.5 h | 4.0 h | 200.0 |",
-    "| 2026-W48 | all | 97.39 % | 50.00 % | 67.17 % | 48.00 % | 161.7 h | 4.0 h | 363.6 |",
-    # c2 in W48: no node failure (MTBF n/a), goodput 88/152 = 57.89 %
-    "| 2026-W48 | c2 | 98.21 % | 0.00 % | 57.89 % | 10.00 % | n/a | n/a | 789.5 |",
+    ("| Week | Cluster | Availability | Job success | Goodput | ETTR | MTBF | MTTR "
+     "| Interruptions / 1,000 GPU-days | Escape rate |\n"),
+    # the numbers of the summary table (see test_report.py): W47 and W48, all clusters;
+    # escape rate: W47 1 of 1 fleet failure escaped, W48 0 of 1 (report_fixture)
+    "| 2026-W47 | all | 99.01 % | 100.00 % | 80.00 % | 38.71 % | 249.5 h | 4.0 h | 200.0 | 100.00 % |\n",
+    "| 2026-W48 | all | 97.39 % | 50.00 % | 67.17 % | 48.00 % | 161.7 h | 4.0 h | 363.6 | 0.00 % |\n",
+    # c2 in W48: no node failure (MTBF n/a), goodput 88/152 = 57.89 %, no fleet failure (escape n/a)
+    "| 2026-W48 | c2 | 98.21 % | 0.00 % | 57.89 % | 10.00 % | n/a | n/a | 789.5 | n/a |\n",
 ]
 
 
@@ -38,6 +40,16 @@ def test_trend_table_in_markdown(fixture_db: Path, line: str) -> None:
     con.close()
     assert "## Trends (12 weeks)" in text
     assert line in text
+
+
+def test_escape_rate_column_only_when_a_week_has_one(fixture_db: Path) -> None:
+    # c2 had no fleet failure in W47 or W48: its trend table has no escape-rate column at all
+    con = connect(fixture_db, read_only=True)
+    text = to_markdown(build_report(con, W48, cluster="c2"))
+    con.close()
+    trends = text[text.index("## Trends"):text.index("## Goodput by team")]
+    assert "| Interruptions / 1,000 GPU-days |\n" in trends
+    assert "Escape rate" not in trends
 
 
 def test_trend_table_of_one_cluster(fixture_db: Path) -> None:

@@ -40,6 +40,8 @@ def test_schema_matches_the_landing_contract(con):
         "nodes": ["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
         "node_conditions": ["cluster", "ts", "node", "condition", "status", "reason", "message"],
         "gpu_samples": ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
+        "gpu_instance_samples": ["cluster", "ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id",
+                                 "metric", "value"],
         "node_samples": ["cluster", "ts", "node", "metric", "value"],
         "gpu_events": ["cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source"],
         "jobs": ["cluster", "job_id", "name", "user", "team", "queue", "submit_ts", "start_ts", "end_ts",
@@ -563,3 +565,34 @@ def test_repeats_load_once_and_a_second_load_changes_nothing(tmp_path_factory, r
     assert (second.rows_new, second.rows_unchanged) == (0, len(records))
     assert data_version(con) == version
     con.close()
+
+
+MIG_CSV = textwrap.dedent(
+    """\
+    ts,node,gpu,uuid,gpu_i_id,gpu_i_profile,job_id,metric,value
+    2026-11-23T00:00:00Z,n1,0,GPU-0,1,3g.40gb,j1,DCGM_FI_PROF_GR_ENGINE_ACTIVE,0.5
+    2026-11-23T00:00:00Z,n1,0,GPU-0,2,3g.40gb,j2,DCGM_FI_PROF_GR_ENGINE_ACTIVE,0.1
+    2026-11-23T00:00:00Z,n1,0,GPU-0,1,3g.40gb,j1,DCGM_FI_PROF_GR_ENGINE_ACTIVE,0.5
+    """
+)
+
+
+def test_mig_instance_samples_load_once_by_instance(con, tmp_path):
+    """Two instances of one GPU at one scrape are two rows; the exact repeat of the third line
+    is loaded once (the one repeat rule); a second load changes nothing."""
+    folder = tmp_path / "in"
+    write(folder, "gpu_instance_samples.csv", MIG_CSV)
+    ingest_files(con, folder)
+    ingest_files(con, folder)
+    assert con.execute(
+        "SELECT gpu_i_id, job_id, value FROM gpu_instance_samples ORDER BY gpu_i_id"
+    ).fetchall() == [(1, "j1", 0.5), (2, "j2", 0.1)]
+
+
+def test_one_instance_with_two_values_at_one_scrape_is_refused(con, tmp_path):
+    folder = tmp_path / "in"
+    write(folder, "gpu_instance_samples.csv", MIG_CSV.replace("j1,DCGM_FI_PROF_GR_ENGINE_ACTIVE,0.5\n", "", 1)
+          + "2026-11-23T00:00:00Z,n1,0,GPU-0,1,3g.40gb,j1,DCGM_FI_PROF_GR_ENGINE_ACTIVE,0.9\n")
+    with pytest.raises(InputError, match="gpu_instance_samples.csv"):
+        ingest_files(con, folder)
+    assert row_counts(con, ("gpu_instance_samples",)) == {"gpu_instance_samples": 0}

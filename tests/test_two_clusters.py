@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.compute import compute
+from pipelines.compute import REFERENCE_TABLES, compute
 from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES
 from pipelines.errors import InputError
@@ -117,7 +117,7 @@ def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
     for name in (EAST, WEST):
         clusters = _clusters_of(alone[name], name)
         for table in tables:
-            if table not in _derived_tables(alone[name]):
+            if table not in _derived_tables(alone[name]) or table in REFERENCE_TABLES:
                 continue
             mixed, single = _rows(both, table, clusters), _rows(alone[name], table, clusters)
             assert len(mixed) == len(single), (name, table)
@@ -125,6 +125,15 @@ def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
                 assert all(_same(a, b) for a, b in zip(x, y, strict=True)), (name, table, x, y)
             checked += len(mixed)
     assert checked > 0
+
+
+@pytest.mark.parametrize("table", sorted(REFERENCE_TABLES))
+def test_reference_tables_are_kept_once_without_a_cluster(fleets, table):
+    both, alone = fleets["both"], fleets["alone"][EAST]
+    columns = [d[0] for d in both.execute(f"SELECT * FROM {table} LIMIT 0").description]
+    assert "cluster" not in columns
+    rows = both.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+    assert rows and rows == alone.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
 
 
 def test_the_all_clusters_week_counts_both(fleets):

@@ -85,7 +85,8 @@ def job_detail(job_id: str) -> None:
     )
     (st.error if job["failure_class"] in ("hardware", "software") else st.info)(f"Outcome: {verdict}")
 
-    columns = st.columns(6)
+    # two rows of three cards: six in one row cut values such as "Straggler drag 17.4 min"
+    columns = [*st.columns(3), *st.columns(3)]
     columns[0].metric("Goodput", fmt.pct(job["goodput"]), border=True,
                       help="Productive time / wall time (first attempt start to job end).")
     columns[1].metric("ETTR", fmt.pct(job["ettr"]), border=True,
@@ -98,6 +99,16 @@ def job_detail(job_id: str) -> None:
     columns[5].metric("Straggler drag", fmt.compact_s(job["straggler_drag_s"]), border=True,
                       help="Sum over steps of (slowest rank − median rank): the cost of the slowest rank.")
 
+    if ui.has_table("job_utilisation"):
+        usage = data.query("job_utilisation", job=job_id)
+        if usage.height and usage["measured_gpu_h"][0]:
+            u = usage.row(0, named=True)
+            st.markdown(
+                f"**Utilisation:** mean activity {fmt.pct(u['mean_activity'])}, p95 {fmt.pct(u['p95_activity'])} · "
+                f"{u['gpus_used']} of {u['gpus_mapped']} GPUs{' (MIG instances)' if u['on_mig'] else ''} used · "
+                f"{fmt.gpu_hours(u['idle_gpu_h'])} allocated but idle of {fmt.gpu_hours(u['measured_gpu_h'])} in "
+                f"telemetry · memory high-water {fmt.number(u['peak_memory_gib'])} GiB"
+            )
     segments = data.query("job_segments", job=job_id)
     attempts = data.query("job_attempts", job=job_id)
     st.subheader("Attempts")

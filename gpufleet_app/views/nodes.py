@@ -6,7 +6,8 @@ import streamlit as st
 from gpufleet_app import charts, data, figures, fmt, telemetry, ui
 
 # DCGM fields the drill-down can chart, with units (dcgm-exporter names). Error counters are
-# not charted here as cumulative totals: the telemetry sections show them as rates per hour.
+# not charted here as cumulative totals: the telemetry sections show them (and the NVLink
+# traffic counter) as rates.
 GPU_METRICS = {
     "DCGM_FI_DEV_SM_CLOCK": "SM clock (MHz)",
     "DCGM_FI_DEV_POWER_USAGE": "Power (W)",
@@ -17,7 +18,6 @@ GPU_METRICS = {
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": "Row remap failure (0/1)",
     "DCGM_FI_DEV_XID_ERRORS": "Last XID (code)",
     "DCGM_FI_DEV_FB_USED": "Framebuffer used (MiB)",
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "NVLink bandwidth (total)",
     "DCGM_FI_DEV_MEM_CLOCK": "Memory clock (MHz)",
 }
 METRIC_BUCKET_S = 900  # 15-minute averages: 672 points per GPU for a week
@@ -35,9 +35,10 @@ def node_table(filters: ui.Filters) -> None:
     )
     event = ui.table(
         nodes.select(
-            "node", "cluster", "gpu_model", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
-            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", "open_anomalies", "straggler_jobs",
-            pl.col("ladder_step").fill_null("—"),
+            # the ladder step and cost next to the name: a narrow screen still shows them
+            "node", pl.col("ladder_step").fill_null("—"), "cost_gpu_h",
+            (pl.col("availability") * 100).alias("availability_pct"), "unavailable_gpu_h", "unknown_gpu_h",
+            "anomalies", "open_anomalies", "straggler_jobs", "cluster", "gpu_model",
         ),
         on_select="rerun",
         selection_mode="single-row",
@@ -70,7 +71,8 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     table = data.query("node_table", **{**filters.params(), "cluster": "*"})
     row = table.filter(pl.col("node") == node)
     summary = row.row(0, named=True) if row.height else {}
-    columns = st.columns(6)
+    # two rows of three cards: six in one row cut values such as "1,234.5 GPU-h"
+    columns = [*st.columns(3), *st.columns(3)]
     columns[5].metric(
         "Node cost", fmt.gpu_hours(summary.get("cost_gpu_h")), border=True,
         help="GPU-hours jobs lost because of this node this week: wasted progress and recovery of "
@@ -123,6 +125,12 @@ def node_detail(node: str, filters: ui.Filters) -> None:
                          )
 
     st.subheader("GPU telemetry (DCGM)")
+    if ui.has_table("gpu_utilisation_daily"):
+        mig = data.query("node_mig", **params)
+        for row in mig.iter_rows(named=True):
+            st.markdown(f"**MIG-partitioned:** GPU {row['gpu']} · instances {', '.join(row['instances'])} · "
+                        f"mean activity {fmt.pct(row['mean_activity'])} (the charts show the whole GPU's "
+                        "series; per-instance use is on the Utilisation page)")
     anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
                            all_time=False)
     fields = list(GPU_METRICS)
@@ -145,8 +153,9 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     if anomalies.is_empty():
         left.success("No anomalies this week.")
     else:
-        ui.table(container=left, frame=anomalies.select("severity", "kind", "gpu", "start_ts", "end_ts", "action",
-                                        "goodput_lost_gpu_h", "impact_gpu_h", "evidence"))
+        ui.table(container=left, key="node_anomalies",
+                 frame=anomalies.select("severity", "kind", "gpu", "action", "impact_gpu_h", "goodput_lost_gpu_h",
+                                        "evidence", "start_ts", "end_ts"))
     if ui.has_table("node_remediation_history"):
         left.subheader("Remediation history")
         ladder = data.query("node_remediation_history", node=node, week_end=params["week_end"])

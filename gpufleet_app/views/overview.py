@@ -51,6 +51,19 @@ for row_start in range(0, len(KPIS), 4):
     for column, kpi in zip(st.columns(4), KPIS[row_start : row_start + 4]):
         kpi_card(column, kpi, trends.sparkline(trend, filters, kpi.column))
 
+# Utilisation: whether the GPUs that are up do work (its own page).
+if "busy_share_allocated" in current:
+    utilisation_query = {"week": str(filters.week)}
+    if filters.cluster != ui.ALL_CLUSTERS:
+        utilisation_query["cluster"] = filters.cluster
+    st.page_link(
+        ui.UTILISATION,
+        label=(f"Utilisation: {fmt.pct(current.get('busy_share_allocated'))} of allocated GPU-hours busy, "
+               f"{fmt.gpu_hours(current.get('allocated_idle_gpu_h'))} allocated but idle, "
+               f"{fmt.number(current.get('gpus_freeable_by_mig'), 2)} GPUs freeable by MIG packing"),
+        icon=":material/arrow_forward:", query_params=utilisation_query,
+    )
+
 # Escapes: did the checks see the fleet's failures coming?
 st.subheader("Escapes")
 for column, kpi in zip(st.columns(4), ESCAPE_KPIS):
@@ -104,8 +117,9 @@ else:
                  "unavailable + unknown. Click a row to open the node.")
     event = ui.table(
         offenders.select(
-            "node", "cluster", "cost_gpu_h", (pl.col("availability") * 100).alias("availability_pct"),
-            "unavailable_gpu_h", "unknown_gpu_h", "anomalies", pl.col("ladder_step").fill_null("—"),
+            "node", pl.col("ladder_step").fill_null("—"), "cost_gpu_h",
+            (pl.col("availability") * 100).alias("availability_pct"), "unavailable_gpu_h", "unknown_gpu_h",
+            "anomalies", "cluster",
         ),
         container=left,
         on_select="rerun",

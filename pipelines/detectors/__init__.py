@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from pipelines.config import Settings
+from pipelines.errors import GpufleetError
 from pipelines.sql import bind, load_sql, queries_dir
 
 SQL_DETECTORS: tuple[str, ...] = (
@@ -55,6 +56,41 @@ CANDIDATE_SCHEMA: dict[str, str] = {
 
 LADDER: tuple[str, ...] = ("watch", "cordon", "drain", "reset_gpu", "reboot", "replace")
 """The remediation ladder, mildest first."""
+
+
+STRAGGLER_DETECTOR = "straggler_episodes"
+"""Runs after the other detectors, when the rank_slowdown step wrote `rank_episodes`."""
+REPEAT_DETECTOR = "repeat_offenders"
+"""Runs last among the detectors: it reads their candidates."""
+FINALIZE = "finalize"
+"""Candidates -> `anomalies` rows."""
+KINDS = "anomaly_kinds"
+"""The `anomaly_kinds` table, for SQL readers."""
+
+
+def registered_detect_files() -> tuple[str, ...]:
+    """Every `queries/detect/<name>.sql` the detection steps run, in the order they run."""
+    return (*SHARED_TABLES, *SQL_DETECTORS, STRAGGLER_DETECTOR, REPEAT_DETECTOR, FINALIZE, KINDS,
+            *FOLLOW_UPS)
+
+
+def check_detect_files() -> None:
+    """Fail when a `queries/detect/` file is not run, or a registered name has no file.
+
+    A detector file left out of the lists above would otherwise never run, silently.
+    """
+    present = {path.stem for path in (queries_dir() / "detect").glob("*.sql")}
+    registered = registered_detect_files()
+    not_run = sorted(present - set(registered))
+    no_file = [name for name in registered if name not in present]
+    if not_run or no_file:
+        problems = [f"`queries/detect/{name}.sql` is not run" for name in not_run]
+        problems += [f"`{name}` is registered but `queries/detect/{name}.sql` does not exist" for name in no_file]
+        raise GpufleetError(
+            f"The detectors do not match queries/detect/: {'; '.join(problems)}.",
+            "Add each detector's name to SQL_DETECTORS (or the list its role needs) in "
+            "pipelines/detectors/__init__.py, or remove the name whose file is gone.",
+        )
 
 
 def anomaly_kinds_path() -> str:
@@ -145,14 +181,14 @@ def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
     _create_candidates(con)
     _run_sql_detectors(con, params)
     if _table_exists(con, "rank_episodes"):
-        _insert_sql(con, "straggler_episodes", params)
-    _insert_sql(con, "repeat_offenders", params)
-    final = load_sql("detect/finalize").strip().rstrip(";")
+        _insert_sql(con, STRAGGLER_DETECTOR, params)
+    _insert_sql(con, REPEAT_DETECTOR, params)
+    final = load_sql(f"detect/{FINALIZE}").strip().rstrip(";")
     con.execute("DELETE FROM anomalies")
     con.execute(f"INSERT INTO anomalies {final}", bind(final, params))
     con.execute("DROP TABLE anomaly_candidates")
     # The kinds and their class, for SQL readers (job failure classes read `hardware` ones).
-    kinds = load_sql("detect/anomaly_kinds").strip().rstrip(";")
+    kinds = load_sql(f"detect/{KINDS}").strip().rstrip(";")
     con.execute(f"CREATE OR REPLACE TABLE anomaly_kinds AS {kinds}", bind(kinds, params))
 
 

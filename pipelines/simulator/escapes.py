@@ -83,8 +83,8 @@ def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
                   key=lambda j: -j.n_steps * j.base_s)
     chosen_rare = rare[:3]
     pool = [j for j in frequent if j not in chosen_rare]
-    picks = rng.permutation(len(pool))[:3] if pool else []
-    chosen_frequent = [pool[int(i)] for i in picks]
+    picks: list[int] = [int(i) for i in rng.permutation(len(pool))[:3]] if pool else []
+    chosen_frequent = [pool[i] for i in picks]
     for kind, jobs in (("checkpoint_too_frequent", chosen_frequent), ("checkpoint_too_rare", chosen_rare)):
         if not jobs:
             continue

@@ -70,6 +70,19 @@ _SCHEMAS: dict[str, pa.Schema] = {
             ("value", pa.float64()),
         ]
     ),
+    "gpu_instance_samples": pa.schema(
+        [
+            ("ts", TS),
+            ("node", STR),
+            ("gpu", pa.int16()),
+            ("uuid", STR),
+            ("gpu_i_id", pa.int16()),
+            ("gpu_i_profile", STR),
+            ("job_id", STR),
+            ("metric", STR),
+            ("value", pa.float64()),
+        ]
+    ),
     "node_samples": pa.schema(
         [("ts", TS), ("node", STR), ("metric", STR), ("value", pa.float64())]
     ),
@@ -339,6 +352,8 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
         },
         schema=_SCHEMAS["jobs"],
     )
+    # The simulated fleet partitions no GPU with MIG yet: the table is written, empty.
+    out["gpu_instance_samples"] = _SCHEMAS["gpu_instance_samples"].empty_table()
     gt = sim.faults
     out["ground_truth"] = pa.table(
         {
@@ -363,7 +378,8 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     for name, table in out.items():
         if name in ("ground_truth", "nodes"):
             continue
-        if "job_id" in table.column_names:
+        # A MIG instance's `job_id` is a label on its series: the instance takes its node's cluster.
+        if "job_id" in table.column_names and name != "gpu_instance_samples":
             labels = pa.array([job_cluster[j] for j in table.column("job_id").to_pylist()], STR)
             out[name] = _with_cluster(table, labels)
         else:

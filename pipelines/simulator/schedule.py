@@ -243,8 +243,8 @@ class Scheduler:
                         )
                     )
                 elif kind == "drain":
-                    reason = f"NODE_FAIL: {self.fleet.names[node]} drained for a reboot"
-                    endings.append((t, "node_fail", None, reason))
+                    drained = f"NODE_FAIL: {self.fleet.names[node]} drained for a reboot"
+                    endings.append((t, "node_fail", None, drained))
                 else:
                     endings.append(
                         (t, "failed", 1, "CUDA error: uncorrectable ECC error encountered")
@@ -267,8 +267,9 @@ class Scheduler:
                 code, reason = REASONS[job.outcome]
                 endings.append((start + job.outcome_frac * d, job.outcome, code, reason))
             endings.append((natural_end, "succeeded", 0, None))
-            end, state, code, reason = min(endings, key=lambda x: x[0])
-            if end >= self.horizon:
+            ending_s, state, code, reason = min(endings, key=lambda x: x[0])
+            end: float | None = ending_s
+            if ending_s >= self.horizon:
                 end, state, code, reason = None, "running", None, None
             att = Attempt(
                 job,
@@ -298,7 +299,7 @@ class Scheduler:
                 gap = float(
                     self.rng.uniform(120, 300) if job.crash_loop else self.rng.uniform(300, 1200)
                 )
-                heapq.heappush(heap, (job.submit_s, seq, ji, a + 1, next_resume, end + gap))
+                heapq.heappush(heap, (job.submit_s, seq, ji, a + 1, next_resume, ending_s + gap))
                 seq += 1
         attempts.sort(key=lambda x: (x.job.index, x.attempt))
         return attempts

@@ -144,7 +144,7 @@ def build_state(
     states: list[tuple[str, str, str | None, str | None]] = []
     index: dict[tuple, int] = {}
 
-    def code(entry: tuple[str, str, str | None, str | None]) -> int:
+    def state_code(entry: tuple[str, str, str | None, str | None]) -> int:
         if entry not in index:
             index[entry] = len(states)
             states.append(entry)
@@ -174,10 +174,10 @@ def build_state(
     ]
     cond = np.empty((len(CONDITIONS), T, N), dtype=np.int16)
     for c, entry in enumerate(good):
-        cond[c] = code(entry)
+        cond[c] = state_code(entry)
     for node, t0, t1, xid_code, gpu in effects.ahr_bad:
         what = "GPU has fallen off the bus" if xid_code == 79 else "Double Bit ECC Error"
-        cond[2, minute_range(t0, t1, T), node] = code(
+        cond[2, minute_range(t0, t1, T), node] = state_code(
             (
                 "AcceleratedHardwareReady",
                 "False",
@@ -187,18 +187,18 @@ def build_state(
         )
     for node, t0, t1 in effects.flaps:
         sl = minute_range(t0, t1, T)
-        down = code(
+        down = state_code(
             ("NetworkingReady", "False", "InterfaceNotRunning", "Interface efa0 is not running")
         )
         # Three minutes down, three up, for the flap's hour.
         minutes = np.arange(sl.start, sl.stop)
         cond[3, minutes[((minutes - sl.start) // 3) % 2 == 0], node] = down
     for node, t0, t1, msg in effects.cordons:
-        cond[4, minute_range(t0, t1, T), node] = code(("Unschedulable", "True", "Cordoned", msg))
+        cond[4, minute_range(t0, t1, T), node] = state_code(("Unschedulable", "True", "Cordoned", msg))
     for node, r0, r1 in effects.reboots:
         sl = minute_range(r0, r1, T)
         for c, name in enumerate(CONDITIONS[:4]):
-            cond[c, sl, node] = code((name, "Unknown", *UNKNOWN_REASON))
+            cond[c, sl, node] = state_code((name, "Unknown", *UNKNOWN_REASON))
     return State(
         util, fb, present, node_present, xid, throttled, sbe, dbe, resets, links, err, cond, states
     )
@@ -296,13 +296,13 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
         gpu_idx = np.broadcast_to(np.arange(G)[None, :, None], (M, G, K))
         metric_idx = np.broadcast_to(np.arange(K)[None, None, :], (M, G, K))
         mask = None if present.all() else np.broadcast_to(present[:, :, None], (M, G, K))
-        g = _pick(gpu_idx, mask)
+        gpus = _pick(gpu_idx, mask)
         yield pa.table(
             {
                 "ts": _ts(cfg, _pick(minute_idx, mask)),
-                "node": _dict(g // GPUS_PER_NODE, fleet.names),
-                "gpu": pa.array((g % GPUS_PER_NODE).astype(np.int16)),
-                "uuid": _dict(g, fleet.uuids),
+                "node": _dict(gpus // GPUS_PER_NODE, fleet.names),
+                "gpu": pa.array((gpus % GPUS_PER_NODE).astype(np.int16)),
+                "uuid": _dict(gpus, fleet.uuids),
                 "metric": _dict(_pick(metric_idx, mask), GPU_METRICS),
                 "value": pa.array(_pick(vals, mask)),
             }

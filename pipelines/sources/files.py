@@ -7,14 +7,16 @@ folder whose stem is a landing table is read; the whole folder is one batch.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 import polars as pl
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.errors import InputError
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 SUFFIXES = (".csv", ".jsonl", ".parquet")
@@ -119,3 +121,20 @@ def ingest_files(
     """Load every landing file of `folder` as one batch (`cluster`: the ingest's --cluster)."""
     items = [read_table_file(con, path) for path in landing_files(Path(folder))]
     return load_batch(con, items, source=f"files:{Path(folder).name}", cluster=cluster)
+
+
+@dataclass(frozen=True)
+class FilesSource(WholeFileSource):
+    """`gpufleet ingest files DIR`: every landing file of a folder, one batch."""
+
+    path: Path
+    """The folder of landing files."""
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "files"
+    reads: ClassVar[str] = "`<table>.csv/.jsonl/.parquet` in the landing contract"
+    tables: ClassVar[tuple[str, ...]] = LANDING_TABLES
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        return SourceReport(self.source_id, ingest_files(con, self.path, self.cluster))

@@ -24,12 +24,14 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
-from pipelines.sources.prometheus import normalise_pci_bus_id
+from pipelines.sources.pci import normalise_pci_bus_id
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 _XID = re.compile(
@@ -190,3 +192,30 @@ def ingest_kernel_log(
     loads = load_batch(con, [TableInput("gpu_events", result.events, str(path), position="line")],
                        source=f"kernel-log:{node}", cluster=cluster)
     return loads, result
+
+
+@dataclass(frozen=True)
+class KernelLogSource(WholeFileSource):
+    """`gpufleet ingest kernel-log FILE --node N`: one node's kernel log, one batch."""
+
+    path: Path
+    node: str
+    boot_time: datetime | None = None
+    year: int | None = None
+    pci_map: dict[str, tuple[int, str | None]] | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "kernel-log"
+    reads: ClassVar[str] = "`dmesg` / `journalctl -k` text"
+    tables: ClassVar[tuple[str, ...]] = ("gpu_events",)
+
+    @property
+    def source_id(self) -> str:
+        return f"kernel-log:{self.node}"  # one node's log, whatever the file is called
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        loads, parsed = ingest_kernel_log(con, self.path, self.node, boot_time=self.boot_time, year=self.year,
+                                          pci_map=self.pci_map, cluster=self.cluster)
+        return SourceReport(self.source_id, loads, warnings=parsed.warnings(str(self.path)),
+                            notes=[f"{parsed.xid_lines:,} Xid lines read."], detail=parsed)

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -315,3 +317,24 @@ def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_labe
     jobs, attempts, skipped = parse_kube_jobs(text, str(path), user_label, pods_text, str(pods))
     items = [TableInput("jobs", jobs, str(path)), TableInput("job_attempts", attempts, str(path))]
     return load_batch(con, items, source=f"kube-jobs:{path.name}", cluster=cluster), skipped
+
+
+@dataclass(frozen=True)
+class KubeJobsSource(WholeFileSource):
+    """`gpufleet ingest kube-jobs FILE [--pods FILE]`: one kubectl listing, one batch."""
+
+    path: Path
+    user_label: str = "gpufleet.io/user"
+    pods: Path | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "kube-jobs"
+    reads: ClassVar[str] = "`kubectl get jobs,pytorchjobs,pods -A -o json`"
+    tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        loads, skipped = ingest_kube_jobs(con, self.path, self.user_label, self.pods, self.cluster)
+        warnings = ([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."]
+                    if skipped else [])
+        return SourceReport(self.source_id, loads, warnings=warnings, detail=skipped)

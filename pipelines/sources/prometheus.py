@@ -41,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 import duckdb
@@ -56,6 +56,8 @@ from urllib3.exceptions import InsecureRequestWarning
 from pipelines.contract import NATURAL_KEYS
 from pipelines.errors import ConfigError, SourceError
 from pipelines.settings_model import SECTION, build_section
+from pipelines.sources.pci import normalise_pci_bus_id
+from pipelines.sources.protocol import Source, SourceReport
 from pipelines.store import (
     ROW_COLUMN,
     LoadResult,
@@ -186,34 +188,6 @@ class PrometheusSettings:
         if isinstance(values, dict) and isinstance(values.get("node_metrics"), dict):
             values = values | {"node_metrics": DEFAULT_NODE_METRICS | values["node_metrics"]}
         return build_section(cls, "prometheus", values, origin, origins)
-
-
-# ---------------------------------------------------------------- time arguments
-
-_RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_time(text: str, now: datetime | None = None) -> datetime:
-    """RFC 3339 (`2026-11-23T00:00:00Z`), `now`, or relative to now (`-7d`, `-90m`), as UTC.
-
-    A timestamp without an offset is taken as UTC.
-    """
-    now = now or datetime.now(UTC)
-    text = text.strip()
-    if text == "now":
-        return now
-    match = _RELATIVE.match(text)
-    if match:
-        return now - timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    try:
-        parsed = datetime.fromisoformat(text.replace("z", "Z"))
-    except ValueError:
-        raise ConfigError(
-            f"`{text}` is not a time.",
-            "Use RFC 3339 (2026-11-23T00:00:00Z), `now`, or a relative time such as -7d, -12h, -30m.",
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _ms(t: datetime) -> int:
@@ -599,16 +573,6 @@ def node_of(labels: dict[str, str], node_labels: Iterable[str]) -> str | None:
     return None
 
 
-def normalise_pci_bus_id(text: str) -> str | None:
-    """`00000000:3B:00.0`, `0000:3b:00` or `3b:00.0` → `0000:3b:00` (domain:bus:device)."""
-    match = re.match(r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
-                     text.strip())
-    if not match:
-        return None
-    domain = int(match.group(1) or "0", 16)
-    return f"{domain:04x}:{int(match.group(2), 16):02x}:{int(match.group(3), 16):02x}"
-
-
 @dataclass
 class Chunk:
     """One query's answer for one chunk, columnar: series `i` owns `counts[i]` consecutive samples."""
@@ -670,16 +634,18 @@ def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> tuple[Chunk, 
 
 
 _STAGE_COLUMNS = {
-    "gpu_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
-    "node_samples": "ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
-    "node_conditions": "ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
-    "gpu_events": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
+    "gpu_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
+    "gpu_instance_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, gpu_i_id SMALLINT, "
+    "gpu_i_profile VARCHAR, job_id VARCHAR, metric VARCHAR, value DOUBLE",
+    "node_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
+    "node_conditions": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
+    "gpu_events": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
 }
 
 
 # Tables whose chunks are deduplicated as they land (one query per metric, chunks disjoint
 # in time), so the staged rows are already unique by natural key.
-_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "node_samples"})
+_UNIQUE_PER_CHUNK = frozenset({"gpu_samples", "gpu_instance_samples", "node_samples"})
 
 
 class Stage:
@@ -879,6 +845,36 @@ def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, da
     return {k: v for k, v in rows}
 
 
+# Kubernetes pod names end in the controller's suffix: Kubeflow replicas `-worker-0`, a batch
+# Job's pods five random characters. What is left is the job's name (kube_jobs' job_id is
+# `namespace/name`).
+_REPLICA_SUFFIX = re.compile(r"-(?:master|worker|launcher|chief|ps|evaluator)-\d+$")
+_JOB_POD_SUFFIX = re.compile(r"-[a-z0-9]{5}$")
+
+
+def job_of_labels(labels: dict[str, str]) -> str | None:
+    """The job a dcgm-exporter series names: Slurm `hpc_job`, else the pod's job
+    (`namespace/<job>`, from `pod`/`namespace` or the 1.x `pod_name`/`pod_namespace`)."""
+    if labels.get("hpc_job"):
+        return labels["hpc_job"]
+    pod = labels.get("pod") or labels.get("pod_name")
+    if not pod:
+        return None
+    namespace = labels.get("namespace") or labels.get("pod_namespace") or "default"
+    name, replaced = _REPLICA_SUFFIX.subn("", pod)
+    if not replaced:
+        name = _JOB_POD_SUFFIX.sub("", pod)
+    return f"{namespace}/{name}"
+
+
+def mig_instance(labels: dict[str, str]) -> tuple[int, str | None, str | None] | None:
+    """(GPU_I_ID, GPU_I_PROFILE, job) of a MIG instance series; None for a whole-device series."""
+    gi = labels.get("GPU_I_ID", "")
+    if not gi.isdigit():
+        return None
+    return int(gi), labels.get("GPU_I_PROFILE") or None, job_of_labels(labels)
+
+
 class _Ingest:
     def __init__(
         self,
@@ -901,7 +897,6 @@ class _Ingest:
         self.report = IngestReport()
         self.stage = Stage(con)
         self.unnamed_series = 0
-        self.mig_series = 0
         self.non_finite = 0
         self.chunks_done = 0
 
@@ -978,10 +973,8 @@ class _Ingest:
         return seeded, (answer.partial[0] if answer.partial else None)
 
     def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
-        """(node, GPU index, UUID) of a dcgm-exporter series; None (counted) for MIG or unnamed series."""
-        if labels.get("GPU_I_ID"):
-            self.mig_series += count
-            return None
+        """(node, physical GPU index, UUID) of a dcgm-exporter series, MIG instance series
+        included (an instance belongs to its GPU); None (counted) for unnamed series."""
         node = node_of(labels, self.s.node_labels)
         gpu = labels.get("gpu")
         if node is None or gpu is None or not gpu.isdigit():
@@ -1016,35 +1009,52 @@ class _Ingest:
             self.land_node_metric(q, series)
 
     def land_gpu(self, chunk: Chunk, queried: str) -> None:
-        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it)."""
+        """`queried` names the field when the answer has no `__name__` (`max_over_time` drops it).
+
+        Whole-device series land in gpu_samples, MIG instance series (label `GPU_I_ID`) in
+        gpu_instance_samples, so device health never reads a per-instance value."""
         idents = [self.gpu_identity(labels) for labels in chunk.labels]
-        named = np.array([i is not None for i in idents], dtype=bool)
+        instances = [mig_instance(labels) if ident else None for ident, labels in zip(idents, chunk.labels, strict=True)]
+        device = np.array([i is not None and m is None for i, m in zip(idents, instances, strict=True)], dtype=bool)
+        mig = np.array([m is not None for m in instances], dtype=bool)
         ids = chunk.series_ids()
-        keep = named[ids]
-        ids = ids[keep]
-        # The series' `cluster` label (an external label that Thanos and Mimir keep); NULL: resolved
-        # from --cluster or the node's cluster when loaded.
         per_series = pl.DataFrame(
             {
                 "cluster": [labels.get(self.s.cluster_label) or None for labels in chunk.labels],
                 "node": [i[0] if i else None for i in idents],
                 "gpu": [i[1] if i else None for i in idents],
                 "uuid": [i[2] if i else None for i in idents],
+                "gpu_i_id": [m[0] if m else None for m in instances],
+                "gpu_i_profile": [m[1] if m else None for m in instances],
+                "job_id": [m[2] if m else None for m in instances],
                 "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
-            schema={"cluster": pl.String, "node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "metric": pl.String},
+            schema={"cluster": pl.String, "node": pl.String, "gpu": pl.Int16, "uuid": pl.String,
+                    "gpu_i_id": pl.Int16, "gpu_i_profile": pl.String, "job_id": pl.String, "metric": pl.String},
         )
-        frame = pl.DataFrame(
-            {"ts": chunk.ts[keep], "value": chunk.values[keep]}
-        ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
-        gathered = per_series[ids]  # one row per sample, in sample order
-        frame = pl.concat([frame, gathered], how="horizontal").select("cluster", "ts", "node", "gpu", "uuid", "metric", "value")
-        keys = [(lab.get(self.s.cluster_label), i[0], i[1], lab.get("__name__") or queried)
-                for i, lab in zip(idents, chunk.labels, strict=True) if i]
-        if len(set(keys)) < len(keys):
-            # Two series for one GPU and field (e.g. the exporter scraped by two jobs): keep the first.
-            frame = frame.unique(subset=["cluster", "ts", "node", "gpu", "metric"], keep="first", maintain_order=True)
-        self.stage.add("gpu_samples", frame)
+        # `cluster`: the series' label (an external label that Thanos and Mimir keep); NULL is resolved
+        # from --cluster or the node's cluster when loaded.
+        for table, wanted, columns, key in (
+            ("gpu_samples", device, ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
+             ["ts", "cluster", "node", "gpu", "metric"]),
+            ("gpu_instance_samples", mig,
+             ["cluster", "ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric", "value"],
+             ["ts", "cluster", "node", "gpu", "gpu_i_id", "metric"]),
+        ):
+            keep = wanted[ids]
+            if not keep.any():
+                continue
+            frame = pl.DataFrame(
+                {"ts": chunk.ts[keep], "value": chunk.values[keep]}
+            ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
+            gathered = per_series[ids[keep]]  # one row per sample, in sample order
+            frame = pl.concat([frame, gathered], how="horizontal").select(columns)
+            series_keys = per_series.filter(pl.Series(wanted)).select(key[1:])
+            if series_keys.height > series_keys.unique().height:
+                # Two series for one GPU (or instance) and field (e.g. the exporter scraped by
+                # two jobs): keep the first.
+                frame = frame.unique(subset=key, keep="first", maintain_order=True)
+            self.stage.add(table, frame)
 
     def land_xid(self, q: _Query, series: list, previous: dict) -> None:
         cols: dict[str, list] = {k: [] for k in ("cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
@@ -1405,8 +1415,6 @@ def ingest_prometheus(
                 f"{run.unnamed_series} series had no node or GPU label "
                 f"(looked for {', '.join(settings.node_labels)}) and were skipped."
             )
-        if run.mig_series:
-            report.warnings.append(f"{run.mig_series} MIG instance series (GPU_I_ID) were skipped.")
         items = run.stage.inputs(f"prometheus {client.shown_url}")
         if nodes is not None:
             items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
@@ -1505,3 +1513,50 @@ def _empty_warning(q: _Query) -> str:
     if q.kind == "node":
         return f"No samples for node metric `{name}` (`{q.selector}`): set `prometheus.node_metrics.{name}`."
     return f"No `{name}` series in the window: is kube-state-metrics scraped?"
+
+
+@dataclass(frozen=True)
+class PrometheusSource(Source):
+    """`gpufleet ingest prometheus`: the window `[start, end)` of a Prometheus-compatible API,
+    from each query's watermark on (see `ingest_prometheus`)."""
+
+    url: str
+    start: datetime
+    end: datetime
+    settings: PrometheusSettings = field(default_factory=PrometheusSettings)
+    insecure: bool = False
+    downsample_s: int | None = None
+    full: bool = False
+    allow_partial: bool = False
+    env: dict[str, str] | None = None
+    progress: Callable[[str], None] | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "prometheus"
+    reads: ClassVar[str] = "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
+    tables: ClassVar[tuple[str, ...]] = (
+        "gpu_samples", "gpu_instance_samples", "gpu_events", "node_conditions", "node_samples", "nodes"
+    )
+    settings_section: ClassVar[str | None] = "prometheus"
+
+    @property
+    def source_id(self) -> str:
+        # As `ingest_prometheus` names its run: the URL without credentials, and the push-down step.
+        downsample = f":downsample={self.downsample_s}s" if self.downsample_s else ""
+        return f"prometheus:{redact_url(self.url)}{downsample}"
+
+    def watermark(self, con: duckdb.DuckDBPyConnection) -> datetime | None:
+        try:
+            marks = read_watermarks(con, self.source_id)
+        except duckdb.CatalogException:  # no ingest has created the bookkeeping tables yet
+            return None
+        return min(marks.values()) if marks else None
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        report = ingest_prometheus(
+            con, self.url, self.start, self.end, self.settings, insecure=self.insecure,
+            downsample_s=self.downsample_s, full=self.full, allow_partial=self.allow_partial, env=self.env,
+            progress=self.progress, cluster=self.cluster,
+        )
+        return SourceReport(self.source_id, report.loads, warnings=list(report.warnings), detail=report)

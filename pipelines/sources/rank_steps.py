@@ -12,12 +12,15 @@ One record per rank per step (see docs/sources.md for the format training code s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 COLUMNS = ("job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s")
@@ -101,3 +104,19 @@ def ingest_rank_steps(
             con.unregister("__rank_raw")
         except duckdb.Error:
             pass
+
+
+@dataclass(frozen=True)
+class RankStepsSource(WholeFileSource):
+    """`gpufleet ingest rank-steps FILE`: one file of per-rank step timings, one batch."""
+
+    path: Path
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "rank-steps"
+    reads: ClassVar[str] = "per-rank step timings, JSONL or CSV"
+    tables: ClassVar[tuple[str, ...]] = ("rank_steps",)
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        return SourceReport(self.source_id, ingest_rank_steps(con, self.path, self.cluster))

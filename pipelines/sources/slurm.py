@@ -23,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 
 import duckdb
 import polars as pl
 
 from pipelines.errors import InputError
+from pipelines.sources.protocol import SourceReport, WholeFileSource
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
@@ -364,3 +366,21 @@ def ingest_sacct(
         TableInput("job_attempts", result.job_attempts, str(path), position="line"),
     ]
     return load_batch(con, items, source=f"sacct:{path.name}", cluster=cluster), result
+
+
+@dataclass(frozen=True)
+class SacctSource(WholeFileSource):
+    """`gpufleet ingest sacct FILE`: one sacct file, one batch."""
+
+    path: Path
+    delimiter: str = DELIMITER
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
+
+    name: ClassVar[str] = "sacct"
+    reads: ClassVar[str] = "Slurm `sacct --parsable2` output"
+    tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
+
+    def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
+        loads, parsed = ingest_sacct(con, self.path, self.delimiter, self.cluster)
+        return SourceReport(self.source_id, loads, warnings=list(parsed.warnings), detail=parsed)

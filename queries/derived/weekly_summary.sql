@@ -34,6 +34,13 @@
 --                                whose finding or not-good condition was already open at the attempt's start.
 --   median_lead_time_s           median of failure_escapes.lead_time_s (failure end - first signal)
 --                                over the week's failures the checks saw coming (not escaped), s.
+--   busy_share_allocated         busy GPU-h / allocated GPU-h seen in telemetry, from
+--                                team_utilisation_weekly (sum of busy_gpu_h / sum of measured_gpu_h):
+--                                how much of the allocated capacity did work.
+--   allocated_idle_gpu_h         allocated GPU-hours whose activity stayed below the idle threshold
+--                                (team_utilisation_weekly.idle_gpu_h summed).
+--   gpus_freeable_by_mig         whole GPUs MIG packing would free on average over the week
+--                                (mig_packing.gpus_freed summed).
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
 -- cluster most of its nodes belong to), as in goodput_stack. Work that ran on no known node has no
 -- cluster row of its own but counts in the '*' row, which sums every job, attempt and stack row.
@@ -171,6 +178,22 @@ stack AS (
           WHERE cluster <> '*')
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
+utilisation AS (
+    SELECT week,
+           CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
+           sum(measured_gpu_h) AS measured_gpu_h,
+           sum(busy_gpu_h) AS busy_gpu_h,
+           sum(idle_gpu_h) AS idle_gpu_h
+    FROM (SELECT week, cluster, measured_gpu_h, busy_gpu_h, idle_gpu_h FROM team_utilisation_weekly)
+    GROUP BY GROUPING SETS ((week, cluster), (week))
+),
+packing AS (
+    SELECT week,
+           CASE WHEN grouping(cluster) = 1 THEN '*' ELSE cluster END AS cluster,
+           sum(gpus_freed) AS gpus_freed
+    FROM (SELECT week, cluster, gpus_freed FROM mig_packing)
+    GROUP BY GROUPING SETS ((week, cluster), (week))
+),
 weeks AS (
     SELECT week FROM availability
     UNION SELECT week FROM job_rates
@@ -215,7 +238,12 @@ SELECT
     av.up_s / 3600.0 AS up_h,
     st.allocated_gpu_h,
     st.productive_gpu_h,
-    CAST(strptime(g.week || '-1', '%G-W%V-%u') AS DATE) AS week_start
+    CAST(strptime(g.week || '-1', '%G-W%V-%u') AS DATE) AS week_start,
+    ut.busy_gpu_h / nullif(ut.measured_gpu_h, 0) AS busy_share_allocated,
+    ut.idle_gpu_h AS allocated_idle_gpu_h,
+    coalesce(pk.gpus_freed, 0) AS gpus_freeable_by_mig,
+    ut.measured_gpu_h AS measured_allocated_gpu_h,
+    ut.busy_gpu_h AS busy_allocated_gpu_h
 FROM grid g
 LEFT JOIN availability av USING (week, cluster)
 LEFT JOIN job_rates jr USING (week, cluster)
@@ -223,4 +251,6 @@ LEFT JOIN reliability re USING (week, cluster)
 LEFT JOIN attempt_counts ac USING (week, cluster)
 LEFT JOIN stack st USING (week, cluster)
 LEFT JOIN escapes es USING (week, cluster)
+LEFT JOIN utilisation ut USING (week, cluster)
+LEFT JOIN packing pk USING (week, cluster)
 ORDER BY g.week, g.cluster = '*', g.cluster

@@ -30,14 +30,17 @@ metrics(position, metric, label, unit, better) AS (
         (14, 'unknown_failures', 'Unclassified failures', 'attempts', 'lower'),
         (15, 'escape_rate', 'Escape rate (fleet failures no check saw coming)', 'ratio', 'lower'),
         (16, 'jobs_placed_on_flagged', 'Jobs placed on flagged nodes', 'jobs', 'lower'),
-        (17, 'median_lead_time_s', 'Median lead time of caught failures', 'seconds', 'higher')
+        (17, 'median_lead_time_s', 'Median lead time of caught failures', 'seconds', 'higher'),
+        (18, 'busy_share_allocated', 'Busy share of allocated GPU-hours', 'ratio', 'higher'),
+        (19, 'allocated_idle_gpu_h', 'Allocated but idle GPU-hours', 'GPU-hours', 'lower'),
+        (20, 'gpus_freeable_by_mig', 'GPUs freeable by MIG packing', 'GPUs', 'lower')
 ),
 current_values AS (
-    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s)$')::DOUBLE
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s|busy_share_allocated|allocated_idle_gpu_h|gpus_freeable_by_mig)$')::DOUBLE
     FROM current_week
 ),
 previous_values AS (
-    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s)$')::DOUBLE
+    SELECT COLUMNS('^(node_availability|job_success_rate|job_success_rate_gpu_h|first_attempt_success_rate|goodput|ettr|mtbf_h|mttr_h|interruptions_per_1k_gpu_days|(hardware|software|infrastructure|user|unknown)_failures|escape_rate|jobs_placed_on_flagged|median_lead_time_s|busy_share_allocated|allocated_idle_gpu_h|gpus_freeable_by_mig)$')::DOUBLE
     FROM previous_week
 ),
 current_long AS (

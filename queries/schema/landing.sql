@@ -35,6 +35,24 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
     value  DOUBLE NOT NULL
 );
 
+-- One DCGM field of one MIG instance at one scrape (dcgm-exporter's `GPU_I_ID`, `GPU_I_PROFILE`).
+-- Kept apart from gpu_samples so health, availability and the detectors read only whole-device
+-- series; an instance belongs to the physical GPU (node, gpu), which every GPU event names.
+-- `job_id` is the job dcgm-exporter's labels name for the instance (Slurm `hpc_job`;
+-- Kubernetes `namespace/<job>` from the pod's owner), NULL when unlabelled.
+CREATE TABLE IF NOT EXISTS gpu_instance_samples (
+    cluster       VARCHAR NOT NULL,
+    ts            TIMESTAMPTZ NOT NULL,
+    node          VARCHAR NOT NULL,
+    gpu           SMALLINT NOT NULL,   -- index of the physical GPU on the node
+    uuid          VARCHAR,             -- the physical GPU's UUID
+    gpu_i_id      SMALLINT NOT NULL,   -- MIG GPU instance id
+    gpu_i_profile VARCHAR,             -- e.g. 3g.40gb
+    job_id        VARCHAR,
+    metric        VARCHAR NOT NULL,
+    value         DOUBLE NOT NULL
+);
+
 -- Node-level telemetry: network links up, NIC error counters.
 CREATE TABLE IF NOT EXISTS node_samples (
     cluster   VARCHAR NOT NULL,

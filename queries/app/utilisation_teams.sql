@@ -1,0 +1,13 @@
+-- Utilisation page: the week's teams and queues (team_utilisation_weekly), most idle GPU-hours
+-- first; $cluster '*' sums every cluster. busy_share = busy / measured GPU-h, summed.
+SELECT team, queue,
+       sum(jobs) AS jobs,
+       sum(measured_gpu_h) AS allocated_gpu_h,
+       sum(busy_gpu_h) AS busy_gpu_h,
+       sum(busy_gpu_h) / nullif(sum(measured_gpu_h), 0) AS busy_share,
+       sum(idle_gpu_h) AS idle_gpu_h,
+       flatten(list(top_idle_jobs))[1:3] AS top_idle_jobs
+FROM team_utilisation_weekly
+WHERE week = $week AND ($cluster = '*' OR cluster = $cluster)
+GROUP BY team, queue
+ORDER BY idle_gpu_h DESC, team, queue

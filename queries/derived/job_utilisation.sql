@@ -1,0 +1,68 @@
+-- job_utilisation: per job, how much of what it held it used (docs/metrics.md "Utilisation").
+-- GPU-hours are whole-GPU hours: a MIG instance's hours count x gpu_share (3g.40gb: 3/7).
+--   allocated_gpu_h   the scheduler's: sum over attempts of GPUs x attempt length (goodput_attempts)
+--   measured_gpu_h    hours of telemetry windows on GPUs / instances mapped to the job
+--                     (gpu_activity_windows; how they are mapped: mapped_by)
+--   busy_gpu_h        sum of activity x window x gpu_share
+--   mean_activity     busy_gpu_h / measured_gpu_h (0-1); NULL without telemetry
+--   p95_activity      95th percentile of the job's windows' activity
+--   peak_memory_gib   high-water mark of DCGM_FI_DEV_FB_USED on any of its GPUs / instances, GiB
+--   idle_gpu_h        measured GPU-hours of windows with activity below $util_idle_activity
+--   gpus_mapped       distinct GPUs and instances it held (node, gpu, instance)
+--   gpus_used         of those, how many had at least one window at or above $util_idle_activity
+--   mapped_by         how its GPUs were found: labels, rank_steps, whole_node (comma separated)
+--   on_mig            it ran on MIG instances
+-- Jobs without any mapped telemetry have measured_gpu_h 0 and NULL activity. A job that only
+-- dcgm-exporter's labels name (an inference pod with no `jobs` row) has a row with NULL name,
+-- team and queue and allocated_gpu_h 0.
+-- cluster: the job's cluster (attempt_clusters.job_cluster; else the cluster of most of its
+-- windows' nodes; 'unknown' when neither).
+CREATE OR REPLACE TABLE job_utilisation AS
+WITH allocated AS (
+    SELECT job_id, sum(gpus * (end_us - start_us)) / 3.6e9 AS allocated_gpu_h
+    FROM goodput_attempts
+    GROUP BY job_id
+),
+used AS (
+    SELECT job_id,
+           sum(window_s * gpu_share) / 3600.0 AS measured_gpu_h,
+           sum(window_s * gpu_share * activity) / 3600.0 AS busy_gpu_h,
+           quantile_cont(activity, 0.95) AS p95_activity,
+           max(fb_used_mib) / 1024.0 AS peak_memory_gib,
+           coalesce(sum(window_s * gpu_share) FILTER (WHERE activity < $util_idle_activity), 0) / 3600.0 AS idle_gpu_h,
+           count(DISTINCT (node, gpu, gpu_i_id)) AS gpus_mapped,
+           count(DISTINCT (node, gpu, gpu_i_id)) FILTER (WHERE activity >= $util_idle_activity) AS gpus_used,
+           string_agg(DISTINCT mapped_by, ',' ORDER BY mapped_by) AS mapped_by,
+           bool_or(gpu_i_id IS NOT NULL) AS on_mig,
+           mode(cluster) AS window_cluster
+    FROM gpu_activity_windows
+    WHERE job_id IS NOT NULL
+    GROUP BY job_id
+),
+job_cluster AS (
+    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
+)
+SELECT
+    coalesce(c.cluster, u.window_cluster, 'unknown') AS cluster,
+    ids.job_id,
+    j.name,
+    j.team,
+    j.queue,
+    j.num_gpus,
+    coalesce(a.allocated_gpu_h, 0) AS allocated_gpu_h,
+    coalesce(u.measured_gpu_h, 0) AS measured_gpu_h,
+    coalesce(u.busy_gpu_h, 0) AS busy_gpu_h,
+    u.busy_gpu_h / nullif(u.measured_gpu_h, 0) AS mean_activity,
+    u.p95_activity,
+    u.peak_memory_gib,
+    coalesce(u.idle_gpu_h, 0) AS idle_gpu_h,
+    coalesce(u.gpus_mapped, 0) AS gpus_mapped,
+    coalesce(u.gpus_used, 0) AS gpus_used,
+    u.mapped_by,
+    coalesce(u.on_mig, false) AS on_mig
+FROM (SELECT job_id FROM jobs UNION SELECT job_id FROM used) ids
+LEFT JOIN jobs j USING (job_id)
+LEFT JOIN allocated a USING (job_id)
+LEFT JOIN used u USING (job_id)
+LEFT JOIN job_cluster c USING (job_id)
+ORDER BY idle_gpu_h DESC, ids.job_id

@@ -1,0 +1,41 @@
+-- team_utilisation_weekly: per cluster, ISO week ('YYYY-Www', UTC), team and queue
+-- (docs/metrics.md "Utilisation"). A window counts in the week it starts; a job's team and queue
+-- come from `jobs` ('unknown' when the job has no row). cluster is the node's.
+--   measured_gpu_h    allocated GPU-hours seen in telemetry (gpu_activity_windows with a job,
+--                     MIG instances x gpu_share)
+--   busy_gpu_h        activity x window x gpu_share over those windows
+--   busy_share        busy_gpu_h / measured_gpu_h (0-1): the share of allocated capacity that worked
+--   idle_gpu_h        measured GPU-hours of windows with activity below $util_idle_activity
+--   jobs              distinct jobs
+--   top_idle_jobs     up to 3 job ids with the most idle GPU-hours that week, most first
+CREATE OR REPLACE TABLE team_utilisation_weekly AS
+WITH per_job AS (
+    SELECT w.cluster,
+           strftime(timezone('UTC', w.start_ts), '%G-W%V') AS week,
+           coalesce(j.team, 'unknown') AS team,
+           coalesce(j.queue, 'unknown') AS queue,
+           w.job_id,
+           sum(w.window_s * w.gpu_share) / 3600.0 AS measured_gpu_h,
+           sum(w.window_s * w.gpu_share * w.activity) / 3600.0 AS busy_gpu_h,
+           coalesce(sum(w.window_s * w.gpu_share) FILTER (WHERE w.activity < $util_idle_activity), 0) / 3600.0
+               AS idle_gpu_h
+    FROM gpu_activity_windows w
+    LEFT JOIN jobs j USING (job_id)
+    WHERE w.job_id IS NOT NULL
+    GROUP BY ALL
+)
+SELECT
+    cluster,
+    week,
+    team,
+    queue,
+    sum(measured_gpu_h) AS measured_gpu_h,
+    sum(busy_gpu_h) AS busy_gpu_h,
+    sum(busy_gpu_h) / nullif(sum(measured_gpu_h), 0) AS busy_share,
+    sum(idle_gpu_h) AS idle_gpu_h,
+    count(*) AS jobs,
+    list(job_id ORDER BY idle_gpu_h DESC, job_id) FILTER (WHERE idle_gpu_h > 0)[1:3] AS top_idle_jobs,
+    CAST(strptime(week || '-1', '%G-W%V-%u') AS DATE) AS week_start
+FROM per_job
+GROUP BY cluster, week, team, queue
+ORDER BY week, cluster, idle_gpu_h DESC, team, queue
