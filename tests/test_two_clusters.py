@@ -109,10 +109,20 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
+UTILISATION_TABLES = ("gpu_job_assignments", "gpu_activity_windows", "gpu_utilisation_daily", "job_utilisation",
+                      "team_utilisation_weekly", "mig_packing")
+
+
 def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
     both, alone = fleets["both"], fleets["alone"]
     tables = _derived_tables(both)
-    assert {"anomalies", "node_state_intervals", "goodput_segments", "weekly_summary", "rank_slowdown"} <= set(tables)
+    assert {"anomalies", "node_state_intervals", "goodput_segments", "weekly_summary", "rank_slowdown",
+            *UTILISATION_TABLES} <= set(tables)
+    # The simulated fleets hold whole-GPU jobs: the utilisation tables have rows in both clusters.
+    for table in ("gpu_job_assignments", "gpu_activity_windows", "gpu_utilisation_daily", "job_utilisation",
+                  "team_utilisation_weekly"):
+        prefixes = both.execute(f"SELECT DISTINCT split_part(cluster, '-', 1) FROM {table} ORDER BY 1").fetchall()
+        assert prefixes == [(EAST,), (WEST,)], table
     checked = 0
     for name in (EAST, WEST):
         clusters = _clusters_of(alone[name], name)
@@ -142,6 +152,52 @@ def test_the_all_clusters_week_counts_both(fleets):
     per_cluster = both.execute("SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster <> '*'").fetchall()[0][0]
     total = both.execute("SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster = '*'").fetchall()[0][0]
     assert jobs > 0 and total == per_cluster
+
+
+@pytest.fixture(scope="module")
+def mig_fleets(tmp_path_factory) -> dict[str, duckdb.DuckDBPyConnection]:
+    """tests/test_utilisation.py's fleet (whole GPUs and MIG instances) in c1, and again in c2 with
+    every activity halved: the same node names, instance ids and job ids, other numbers."""
+    from tests.test_utilisation import build_fleet
+
+    root = tmp_path_factory.mktemp("mig-two-clusters")
+    made = {}
+    for name, parts in (("both", (("c1", 1.0), ("c2", 0.5))), ("c1", (("c1", 1.0),)), ("c2", (("c2", 0.5),))):
+        con = open_store(root / f"{name}.duckdb")
+        for cluster, activity in parts:
+            build_fleet(con, cluster, activity)
+        compute(con, Settings(), force=True)
+        made[name] = con
+    return made
+
+
+@pytest.mark.parametrize("table", UTILISATION_TABLES)
+def test_each_clusters_utilisation_with_mig_equals_the_cluster_alone(mig_fleets, table):
+    both = mig_fleets["both"]
+    for cluster in ("c1", "c2"):
+        mixed, single = _rows(both, table, [cluster]), _rows(mig_fleets[cluster], table, [cluster])
+        assert mixed, (table, cluster)
+        assert len(mixed) == len(single), (table, cluster)
+        for x, y in zip(mixed, single, strict=True):
+            assert all(_same(a, b) for a, b in zip(x, y, strict=True)), (table, cluster, x, y)
+
+
+def test_mig_instance_samples_keep_their_cluster_and_weekly_utilisation_adds_up(mig_fleets):
+    both = mig_fleets["both"]
+    # 60 scrapes x 3 instances x 2 fields per cluster, each in its own cluster.
+    assert both.execute("SELECT cluster, count(*) FROM gpu_instance_samples GROUP BY 1 ORDER BY 1").fetchall() == [
+        ("c1", 360), ("c2", 360)
+    ]
+    rows = {r[0]: r[1:] for r in both.execute(
+        "SELECT cluster, measured_allocated_gpu_h, busy_allocated_gpu_h, allocated_idle_gpu_h, gpus_freeable_by_mig "
+        "FROM weekly_summary WHERE week = '2026-W48'"
+    ).fetchall()}
+    assert set(rows) == {"c1", "c2", "*"}
+    for i in range(4):
+        assert rows["*"][i] == pytest.approx(rows["c1"][i] + rows["c2"][i])
+    # c2's activity is half of c1's: half the busy GPU-hours on the same measured hours.
+    assert rows["c2"][0] == pytest.approx(rows["c1"][0])
+    assert rows["c2"][1] == pytest.approx(rows["c1"][1] / 2)
 
 
 @pytest.mark.parametrize("name", [EAST, WEST])
@@ -284,3 +340,22 @@ def test_gpufleet_migrate_says_what_it_upgraded(tmp_path):
     assert "Upgraded node_conditions, gpu_samples" in " ".join(first.stdout.split())
     second = subprocess.run(run, capture_output=True, text=True, check=False, timeout=120)
     assert "Nothing to upgrade" in second.stdout
+
+
+def test_mig_instance_samples_of_an_older_database_take_their_nodes_cluster(tmp_path):
+    # f4e4d8f: gpu_instance_samples without `cluster` (and `cluster` on `nodes` only).
+    old_schema = subprocess.run(["git", "show", "f4e4d8f:queries/schema/landing.sql"], capture_output=True,
+                                text=True, check=False, cwd=Path(__file__).parent)
+    require(old_schema.returncode == 0, "commit f4e4d8f in the git history")
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(old_schema.stdout)
+    con.execute("INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)")
+    con.execute("INSERT INTO gpu_instance_samples VALUES ('2026-11-23 00:00:00+00', 'gpu002', 0, NULL, 1, '3g.40gb', "
+                "'4711', 'DCGM_FI_PROF_GR_ENGINE_ACTIVE', 0.5)")
+    con.close()
+    con = open_store(path)  # a writing open upgrades
+    assert con.execute("SELECT cluster, node, gpu_i_id, job_id FROM gpu_instance_samples").fetchall() == [
+        ("west", "gpu002", 1, "4711")
+    ]
+    con.close()
