@@ -151,12 +151,17 @@ def _print_loads(results) -> None:
 def ingest_files_cmd(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="Folder of <table>.csv|.jsonl|.parquet files.")],
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import FilesSource
 
     with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
-        report = FilesSource(folder).ingest(session.con)
+        report = FilesSource(folder, cluster=cluster).ingest(session.con)
     _print_report(report)
 
 
@@ -195,6 +200,11 @@ def ingest_prometheus_cmd(
         typer.Option("--allow-partial", help="Load what a store answers only in part, and record those windows "
                      "as incomplete (re-fetched by later runs)."),
     ] = False,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
@@ -210,7 +220,8 @@ def ingest_prometheus_cmd(
     with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
         run = PrometheusSource(
             url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
-            allow_partial=allow_partial, progress=lambda msg: status.update(f"Fetching {msg} ..."),
+            allow_partial=allow_partial, cluster=cluster,
+            progress=lambda msg: status.update(f"Fetching {msg} ..."),
         ).ingest(session.con)
     _print_report(run)
     report = run.detail  # the requests, samples and partial answers only this source has
@@ -237,12 +248,17 @@ def ingest_sacct_cmd(
     delimiter: Annotated[
         str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
     ] = "|",
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import SacctSource
 
     with _writing(ctx, "ingest sacct", create=True) as session:
-        report = SacctSource(file, delimiter).ingest(session.con)
+        report = SacctSource(file, delimiter, cluster=cluster).ingest(session.con)
     _print_report(report)
 
 
@@ -254,12 +270,17 @@ def ingest_kube_jobs_cmd(
     pods: Annotated[
         Path | None, typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes.")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import KubeJobsSource
 
     with _writing(ctx, "ingest kube-jobs", create=True) as session:
-        report = KubeJobsSource(file, user_label, pods).ingest(session.con)
+        report = KubeJobsSource(file, user_label, pods, cluster=cluster).ingest(session.con)
     _print_report(report)
 
 
@@ -275,6 +296,11 @@ def ingest_kernel_log_cmd(
     pci_map: Annotated[
         str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
     ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import KernelLogSource, parse_pci_map
@@ -286,6 +312,7 @@ def ingest_kernel_log_cmd(
             boot_time=parse_time(boot_time) if boot_time else None,
             year=year,
             pci_map=parse_pci_map(pci_map) if pci_map else None,
+            cluster=cluster,
         ).ingest(session.con)
     _print_report(report)
 
@@ -294,12 +321,17 @@ def ingest_kernel_log_cmd(
 def ingest_rank_steps_cmd(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")],
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
+                     "`cluster`, else their nodes' in `nodes`)."),
+    ] = None,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import RankStepsSource
 
     with _writing(ctx, "ingest rank-steps", create=True) as session:
-        report = RankStepsSource(file).ingest(session.con)
+        report = RankStepsSource(file, cluster=cluster).ingest(session.con)
     _print_report(report)
 
 
@@ -347,6 +379,29 @@ LOAD_HELP = ("Share of the default offered work, above 0 and at most 1 (below ~0
 
 
 @app.command()
+def migrate(ctx: typer.Context) -> None:
+    """Upgrade an older database in place (any writing command also does it, the first time).
+
+    Adds `cluster` to every landing table: each record takes its node's cluster from `nodes`,
+    a job its attempts' nodes' (docs/operations.md "Upgrading a database").
+    """
+    from pipelines.migrate import migrate_landing, tables_to_migrate
+    from pipelines.store import connect
+
+    reader = connect(ctx.obj.db, read_only=True)
+    try:
+        upgraded = tables_to_migrate(reader)
+    finally:
+        reader.close()
+    with _writing(ctx, "migrate", create=False) as session:
+        migrate_landing(session.con)  # opening for writing has upgraded already; this makes sure
+    if upgraded:
+        out.print(f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next.")
+    else:
+        out.print("Nothing to upgrade: the database has the current landing schema.")
+
+
+@app.command()
 def simulate(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the landing Parquet files to.")],
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
@@ -359,11 +414,16 @@ def simulate(
         str, typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet.")
     ] = "default",
     load: Annotated[float, typer.Option(help=LOAD_HELP)] = 1.0,
+    cluster_prefix: Annotated[
+        str, typer.Option(help="Prefix for the cluster names (`east` -> `east-train-use1-a`): the same fleet "
+                          "as another cluster, same node names and job ids.")
+    ] = "",
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
 
-    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults, load=load)
+    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults, load=load,
+                                  cluster_prefix=cluster_prefix)
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
     for table, rows in summary.items():

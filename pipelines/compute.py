@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.config import Settings
+from pipelines.contract import LANDING_TABLES
 from pipelines.errors import DatabaseMissingError
 from pipelines.sql import execute, load_sql, statements
-from pipelines.store import data_version, ensure_schema
+from pipelines.store import data_version, ensure_schema, quote_ident
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
 
@@ -136,6 +137,143 @@ def derived(*names: str) -> tuple[str, ...]:
     return names
 
 
+BOOKKEEPING_TABLES = frozenset(
+    {"load_log", "ingest_watermarks", "gpu_devices", "ingest_incomplete", "ingest_partial_log", "compute_log"}
+)
+"""Tables of the database that are neither landing nor derived."""
+
+REFERENCE_TABLES = frozenset({"xid_catalogue", "mig_profiles", "anomaly_kinds"})
+"""Derived tables that are reference data, the same for every cluster: each pass builds them, the
+database keeps one copy, without `cluster`."""
+
+# Derived tables whose own `cluster` column already names the cluster (or '*' for all of them).
+_OWN_CLUSTER = "cluster"
+
+
+def _clusters(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The clusters the landing tables name; one pass of the derived steps runs per cluster."""
+    found = [r[0] for r in con.execute(
+        "SELECT cluster FROM nodes UNION SELECT cluster FROM jobs ORDER BY 1"
+    ).fetchall()]
+    return found or ["default"]
+
+
+def _database(con: duckdb.DuckDBPyConnection) -> str:
+    return con.execute("SELECT current_database()").fetchall()[0][0]
+
+
+def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
+    """Temp views shadowing every landing table with one cluster's rows (SPEC "Fleet-wide identity").
+
+    Node names and job ids repeat across clusters, so the derived steps run once per cluster, each
+    seeing only its cluster: every (cluster, node) and (cluster, job) is its own entity, and a
+    cluster's numbers are those of the cluster loaded alone.
+    """
+    db = quote_ident(_database(con))
+    for table in LANDING_TABLES:
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
+            f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {_literal(cluster)}"
+        )
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _unscope(con: duckdb.DuckDBPyConnection) -> None:
+    for table in LANDING_TABLES:
+        con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
+
+
+def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND NOT temporary AND NOT starts_with(table_name, '__') ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows if r[0] not in LANDING_TABLES and r[0] not in BOOKKEEPING_TABLES]
+
+
+def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only: bool) -> None:
+    """Give every derived table of this pass its `cluster`; with several clusters, set the rows aside."""
+    for table in _derived_tables(con):
+        if table in REFERENCE_TABLES:
+            continue
+        name = quote_ident(table)
+        columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
+        has_cluster = _OWN_CLUSTER in columns
+        if only:
+            if not has_cluster:
+                con.execute(f"ALTER TABLE {name} ADD COLUMN cluster VARCHAR DEFAULT {_literal(cluster)}")
+            continue
+        select = f"SELECT * FROM {name}" if has_cluster else f"SELECT *, {_literal(cluster)} AS cluster FROM {name}"
+        if table == "weekly_summary":
+            select += " WHERE cluster <> '*'" if has_cluster else ""
+        target = quote_ident(f"__collected_{table}")
+        if first:
+            con.execute(f"CREATE OR REPLACE TABLE {target} AS {select}")
+        else:
+            con.execute(f"INSERT INTO {target} BY NAME {select}")
+
+
+def _publish_collected(con: duckdb.DuckDBPyConnection) -> None:
+    rows = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND starts_with(table_name, '__collected_')"
+    ).fetchall()
+    for (collected,) in rows:
+        table = collected.removeprefix("__collected_")
+        con.execute(f"DROP TABLE IF EXISTS {quote_ident(table)}")
+        con.execute(f"ALTER TABLE {quote_ident(collected)} RENAME TO {quote_ident(table)}")
+
+
+QUALIFIER = "/"
+"""Joins a cluster and a name into one fleet-unique name while the all-clusters rows are built."""
+
+
+def _all_clusters_weekly(con: duckdb.DuckDBPyConnection, params: dict) -> None:
+    """weekly_summary's all-clusters rows ('*'), over every cluster's rows at once.
+
+    The per-cluster rows come from the passes. For the '*' rows the summary runs once more over
+    temp views in which every node and job name is qualified by its cluster, so its joins by
+    name never pair one cluster's node or job with another's.
+    """
+    db = quote_ident(_database(con))
+    con.execute("ALTER TABLE weekly_summary RENAME TO __weekly_per_cluster")
+    shadowed = []
+    try:
+        for table in [*LANDING_TABLES, *_derived_tables(con)]:
+            if table.startswith("__"):
+                continue
+            columns = [r[0] for r in con.execute(f"DESCRIBE {db}.main.{quote_ident(table)}").fetchall()]
+            if "cluster" not in columns:
+                continue
+            replace = [f"cluster || '{QUALIFIER}' || {c} AS {c}" for c in ("node", "job_id") if c in columns]
+            if table == "job_attempts":
+                replace.append(f"list_transform(nodes, lambda n: cluster || '{QUALIFIER}' || n) AS nodes")
+            if not replace:
+                continue
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
+                f"SELECT * REPLACE ({', '.join(replace)}) FROM {db}.main.{quote_ident(table)}"
+            )
+            shadowed.append(table)
+        execute(con, "derived/weekly_summary", params)
+    except BaseException:
+        shadowed = []  # an aborted transaction takes the temp views with it on rollback
+        raise
+    finally:
+        for table in shadowed:
+            con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
+    con.execute(
+        "CREATE TABLE __weekly_all AS SELECT * FROM __weekly_per_cluster "
+        "UNION ALL BY NAME SELECT * FROM weekly_summary WHERE cluster = '*' ORDER BY week, cluster = '*', cluster"
+    )
+    con.execute("DROP TABLE weekly_summary")
+    con.execute("DROP TABLE __weekly_per_cluster")
+    con.execute("ALTER TABLE __weekly_all RENAME TO weekly_summary")
+
+
 @dataclass(frozen=True)
 class ComputeResult:
     skipped: bool
@@ -225,22 +363,38 @@ def compute(
     from pipelines.detectors import check_detect_files
 
     check_detect_files()  # a detector file that would silently not run stops the compute here
-    for statement in statements(load_sql("schema/derived")):
-        con.execute(statement)
     params = settings.sql_params()
     timings: dict[str, float] = {}
     started = time.perf_counter()
     con.execute("BEGIN TRANSACTION")
     try:
-        for step in _steps():
-            if progress:
-                progress(step.name)
+        clusters = _clusters(con)
+        for i, cluster in enumerate(clusters):
+            # Refilled every run; recreated so each pass starts from the fixed shape (no `cluster`).
+            con.execute("DROP TABLE IF EXISTS anomalies")
+            for statement in statements(load_sql("schema/derived")):
+                con.execute(statement)
+            if len(clusters) > 1:
+                _scope_to(con, cluster)
+            try:
+                for step in _steps():
+                    if progress:
+                        progress(step.name)
+                    t0 = time.perf_counter()
+                    if step.run is None:
+                        execute(con, f"derived/{step.name}", params)
+                    else:
+                        step.run(con, settings)
+                    timings[step.name] = timings.get(step.name, 0.0) + time.perf_counter() - t0
+            finally:
+                if len(clusters) > 1:
+                    _unscope(con)
+            _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
+        if len(clusters) > 1:
+            _publish_collected(con)
             t0 = time.perf_counter()
-            if step.run is None:
-                execute(con, f"derived/{step.name}", params)
-            else:
-                step.run(con, settings)
-            timings[step.name] = time.perf_counter() - t0
+            _all_clusters_weekly(con, params)
+            timings["weekly_summary"] += time.perf_counter() - t0
         con.execute(
             "INSERT INTO compute_log VALUES (?, ?, now(), ?)",
             [version, fingerprint, time.perf_counter() - started],

@@ -22,17 +22,17 @@ LANDING_TABLES: tuple[str, ...] = (
 )
 
 NATURAL_KEYS: dict[str, tuple[str, ...]] = {
-    "nodes": ("node",),
-    "node_conditions": ("node", "condition", "ts"),
-    "gpu_samples": ("node", "gpu", "metric", "ts"),
-    "gpu_instance_samples": ("node", "gpu", "gpu_i_id", "metric", "ts"),
-    "node_samples": ("node", "metric", "ts"),
-    "gpu_events": ("node", "gpu", "ts", "kind", "code"),
-    "jobs": ("job_id",),
-    "job_attempts": ("job_id", "attempt"),
-    "rank_steps": ("job_id", "attempt", "step", "rank"),
-    "checkpoints": ("job_id", "attempt", "step", "kind"),
-    "maintenance": ("node", "start_ts"),
+    "nodes": ("cluster", "node"),
+    "node_conditions": ("cluster", "node", "condition", "ts"),
+    "gpu_samples": ("cluster", "node", "gpu", "metric", "ts"),
+    "gpu_instance_samples": ("cluster", "node", "gpu", "gpu_i_id", "metric", "ts"),
+    "node_samples": ("cluster", "node", "metric", "ts"),
+    "gpu_events": ("cluster", "node", "gpu", "ts", "kind", "code"),
+    "jobs": ("cluster", "job_id"),
+    "job_attempts": ("cluster", "job_id", "attempt"),
+    "rank_steps": ("cluster", "job_id", "attempt", "step", "rank"),
+    "checkpoints": ("cluster", "job_id", "attempt", "step", "kind"),
+    "maintenance": ("cluster", "node", "start_ts"),
 }
 
 # Tables whose rows a later load may correct (state changes): newest load wins.

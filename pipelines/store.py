@@ -86,9 +86,12 @@ def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> d
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the landing tables if they do not exist (idempotent)."""
+    """Create the landing tables if they do not exist (idempotent); upgrade older ones in place."""
+    from pipelines.migrate import migrate_landing
+
     for statement in statements(load_sql("schema/landing")):
         con.execute(statement)
+    migrate_landing(con)
 
 
 def open_store(path: str | Path, *, retries: int = 0) -> duckdb.DuckDBPyConnection:
@@ -452,13 +455,33 @@ def _registered(con: duckdb.DuckDBPyConnection, items: list[TableInput]) -> Iter
             con.unregister(view)
 
 
+@contextmanager
+def _resolved(
+    con: duckdb.DuckDBPyConnection, items: list[TableInput], registered: list[str], cluster: str | None
+) -> Iterator[list[str]]:
+    from pipelines.cluster_resolution import Item, drop_resolution, resolve_clusters
+
+    views: list[str] = []
+    try:
+        views = resolve_clusters(
+            con, [Item(i.table, i.origin, i.position, v) for i, v in zip(items, registered)], cluster
+        )
+        yield views
+    finally:
+        drop_resolution(con, views or [f"__resolved_{i}" for i in range(len(items))])
+
+
 def load_batch(
     con: duckdb.DuckDBPyConnection,
     items: list[TableInput],
     source: str,
     in_transaction: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+    cluster: str | None = None,
 ) -> list[LoadResult]:
     """Validate every input, then load them all in one transaction.
+
+    Every record's `cluster` is resolved first (`pipelines.cluster_resolution`): its own value,
+    else `cluster` (the ingest's `--cluster`), else from `nodes` when unambiguous.
 
     `in_transaction(con)` runs inside that transaction after the data is merged,
     for bookkeeping that must commit or roll back with it (a source's watermark).
@@ -472,7 +495,7 @@ def load_batch(
                 hint=f"Landing tables: {', '.join(LANDING_TABLES)}.",
             )
     ensure_schema(con)
-    with _registered(con, items) as views:
+    with _registered(con, items) as registered, _resolved(con, items, registered, cluster) as views:
         checked = [_validate(con, item, view) for item, view in zip(items, views)]
         results: list[LoadResult] = []
         con.execute("BEGIN TRANSACTION")

@@ -482,10 +482,23 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.execute(statement)
     steps = _rank_steps()
     landing = {**_landing(), "rank_steps": steps}
-    for table, frame in landing.items():
+    for table, frame in sorted(landing.items(), key=lambda item: item[0] != "nodes"):
         con.register("__frame", frame)
         columns = ", ".join(f'"{c}"' for c in frame.columns)
-        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __frame")
+        # The handmade rows name no cluster: a node's from `nodes`, a job's from its first node.
+        if "cluster" in frame.columns:
+            cluster = ""
+        elif "node" in frame.columns:
+            cluster = "(SELECT min(cluster) FROM nodes n WHERE n.node = f.node)"
+        elif "nodes" in frame.columns:
+            cluster = "(SELECT min(cluster) FROM nodes n WHERE n.node = f.nodes[1])"
+        else:
+            cluster = "(SELECT min(cluster) FROM nodes)"
+        if cluster:
+            con.execute(f"INSERT INTO {table} (cluster, {columns}) SELECT coalesce({cluster}, "
+                        f"(SELECT min(cluster) FROM nodes)), {columns} FROM __frame f")
+        else:
+            con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __frame")
         con.unregister("__frame")
     anomalies = _anomalies()
     con.register("__frame", anomalies)

@@ -55,6 +55,15 @@ class Fleet:
         self.rows.setdefault(table, []).extend(records)
 
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
+        # A job whose nodes span clusters cannot be placed by the loader: it takes its first node's.
+        node_cluster = {r["node"]: r["cluster"] for r in self.rows.get("nodes", [])}
+        first_node = {}
+        for r in self.rows.get("job_attempts", []):
+            first_node.setdefault(r["job_id"], r["nodes"][0] if r["nodes"] else None)
+        for table in ("jobs", "job_attempts"):
+            for r in self.rows.get(table, []):
+                if r.get("cluster") is None and node_cluster.get(first_node.get(r["job_id"])):
+                    r["cluster"] = node_cluster[first_node[r["job_id"]]]
         items = []
         for table, records in self.rows.items():
             if not records:
@@ -82,14 +91,16 @@ class Fleet:
                                  "kind": "xid", "code": code, "message": f"NVRM: Xid {code}", "source": "test"}])
 
     def job(self, job_id: str, num_gpus: int, state: str, attempts: list[tuple[str, str | None, str, int | None, list[str]]],
-            exit_code: int | None = None, reason: str | None = None) -> None:
-        """attempts: (start "HH:MM", end "HH:MM" or None, state, exit_code, nodes)."""
+            exit_code: int | None = None, reason: str | None = None, cluster: str | None = None) -> None:
+        """attempts: (start "HH:MM", end "HH:MM" or None, state, exit_code, nodes).
+
+        `cluster`: for a job whose nodes span clusters (the loader cannot tell which it ran in)."""
         first, last = attempts[0], attempts[-1]
-        self.add("jobs", [{"job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
+        self.add("jobs", [{"cluster": cluster, "job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
                            "submit_ts": at(first[0]) - timedelta(minutes=1), "start_ts": at(first[0]),
                            "end_ts": at(last[1]) if last[1] else None, "num_gpus": num_gpus,
                            "state": state, "exit_code": exit_code, "reason": reason}])
-        self.add("job_attempts", [{"job_id": job_id, "attempt": i, "start_ts": at(s), "end_ts": at(e) if e else None,
+        self.add("job_attempts", [{"cluster": cluster, "job_id": job_id, "attempt": i, "start_ts": at(s), "end_ts": at(e) if e else None,
                                    "state": st, "exit_code": code, "reason": reason if i == len(attempts) - 1 else None,
                                    "nodes": nodes}
                                   for i, (s, e, st, code, nodes) in enumerate(attempts)])
@@ -147,7 +158,7 @@ def tiny_fleet() -> Fleet:
                                    ("00:22", "00:30", "failed", 1, ["n1"])], exit_code=1)
     f.job("j-pre", 2, "preempted", [("23:00", "23:20", "preempted", None, ["n4"])])
     f.job("j-cancel", 2, "cancelled", [("22:00", "22:30", "cancelled", None, ["n3"])])
-    f.job("j-ok", 4, "succeeded", [("00:40", "01:40", "succeeded", 0, ["n3", "n4"])], exit_code=0)
+    f.job("j-ok", 4, "succeeded", [("00:40", "01:40", "succeeded", 0, ["n3", "n4"])], exit_code=0, cluster="c1")
     f.job("j-retry", 2, "succeeded", [("01:00", "01:20", "node_fail", None, ["n1"]),
                                       ("01:35", "01:55", "succeeded", 0, ["n4"])], exit_code=0)
     f.job("j-oom", 2, "oom", [("22:05", "22:25", "oom", 137, ["n1"])], exit_code=137)

@@ -228,8 +228,9 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
     for job_id, attempt, start, end, state, exit_code, fclass, nodes, implicated in ATTEMPTS:
         job = next(j for j in JOBS if j[0] == job_id)
         con.execute(
-            "INSERT INTO job_attempts VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes],
+            "INSERT INTO job_attempts VALUES ((SELECT min(cluster) FROM nodes WHERE node = ?), "
+            "?, ?, ?, ?, ?, ?, NULL, ?)",
+            [nodes[0] if nodes else None, job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes],
         )
         signal = "xid 79" if fclass == "hardware" and state == "node_fail" else None
         # as attempt_outcomes.sql words them: fleet failures are failed / node_fail attempts
@@ -251,8 +252,9 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         n_attempts = sum(1 for a in ATTEMPTS if a[0] == job_id)
         implicated = sorted({n for a in ATTEMPTS if a[0] == job_id for n in a[8]})
         con.execute(
-            "INSERT INTO jobs VALUES (?, ?, 'alice', 'llm', 'train', ?, ?, ?, ?, ?, NULL, NULL)",
-            [job_id, f"job {job_id}", _ts(submit), _ts(ends[job_id + "/start"]), _ts(end), gpus, state],
+            "INSERT INTO jobs VALUES (coalesce((SELECT min(cluster) FROM job_attempts WHERE job_id = ?), 'c1'), "
+            "?, ?, 'alice', 'llm', 'train', ?, ?, ?, ?, ?, NULL, NULL)",
+            [job_id, job_id, f"job {job_id}", _ts(submit), _ts(ends[job_id + "/start"]), _ts(end), gpus, state],
         )
         con.execute(
             "INSERT INTO job_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -272,8 +274,9 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
          for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, alloc_idle in STACK],
     )
     con.executemany(
-        "INSERT INTO gpu_events VALUES (?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",
-        [(_ts(ts), node, gpu, code) for ts, node, gpu, code in XIDS],
+        "INSERT INTO gpu_events VALUES ((SELECT min(cluster) FROM nodes WHERE node = ?), "
+        "?, ?, ?, NULL, 'xid', ?, 'NVRM: Xid', 'kernel-log')",
+        [(node, _ts(ts), node, gpu, code) for ts, node, gpu, code in XIDS],
     )
     con.executemany(
         "INSERT INTO anomalies VALUES (?, 'gpu', ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, ?, ?)",

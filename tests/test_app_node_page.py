@@ -25,9 +25,9 @@ def node_db(app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     for minute in range(0, 24 * 60, 5):
         t = T0 + timedelta(minutes=minute)
         cordoned = 10 * 60 <= minute < 12 * 60
-        con.execute("INSERT INTO node_conditions VALUES (?, 'gpu-002', 'MemoryPressure', 'False', "
+        con.execute("INSERT INTO node_conditions VALUES ((SELECT min(cluster) FROM nodes WHERE node = 'gpu-002'), ?, 'gpu-002', 'MemoryPressure', 'False', "
                     "'KubeletHasSufficientMemory', NULL)", [t])
-        con.execute("INSERT INTO node_conditions VALUES (?, 'gpu-002', 'Unschedulable', ?, NULL, NULL)",
+        con.execute("INSERT INTO node_conditions VALUES ((SELECT min(cluster) FROM nodes WHERE node = 'gpu-002'), ?, 'gpu-002', 'Unschedulable', ?, NULL, NULL)",
                     [t, "True" if cordoned else "False"])
     con.execute("DELETE FROM node_state_intervals WHERE node = 'gpu-002'")
     rows = [("available", 0, 6), ("degraded", 6, 10), ("unavailable", 10, 12), ("unknown", 12, 13),

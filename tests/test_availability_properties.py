@@ -85,20 +85,25 @@ def test_state_intervals_cover_each_lifetime_exactly_once(fleet, found, stalenes
         config = Settings(availability=AvailabilitySettings(staleness_s=staleness_s, require_gpu_telemetry=require_gpu))
         compute(con, config, force=True)
 
-        # These fleets have no jobs: the data spans the first to the last sample of any node.
-        data_start, horizon = con.execute(
-            "SELECT min(ts), max(ts) FROM (SELECT ts FROM node_conditions UNION ALL SELECT ts FROM gpu_samples)"
-        ).fetchall()[0]
-        # Every node of the inventory lives from the start of the data, whether it reports or not.
-        first_seen = {n["node"]: data_start for n in fleet.rows["nodes"]}
+        # These fleets have no jobs: a cluster's data spans the first to the last sample of any of its
+        # nodes (compute runs once per cluster, each with its own data horizon).
+        spans_by_cluster = {c: (lo, hi) for c, lo, hi in con.execute(
+            "SELECT cluster, min(ts), max(ts) FROM (SELECT cluster, ts FROM node_conditions "
+            "UNION ALL SELECT cluster, ts FROM gpu_samples) GROUP BY cluster"
+        ).fetchall()}
+        cluster_of = {n["node"]: n["cluster"] for n in fleet.rows["nodes"]}
+        # Every node of the inventory lives from the start of its cluster's data, whether it reports or not.
+        first_seen = {n: spans_by_cluster[c][0] for n, c in cluster_of.items() if c in spans_by_cluster}
+        horizon_of = {n: spans_by_cluster[c][1] for n, c in cluster_of.items() if c in spans_by_cluster}
         rows = con.execute("SELECT node, start_ts, end_ts, state, reason FROM node_state_intervals "
                            "ORDER BY node, start_ts").fetchall()
         by_node: dict[str, list] = {}
         for row in rows:
             by_node.setdefault(row[0], []).append(row[1:])
-        living = {n for n, first in first_seen.items() if horizon is not None and first < horizon}
+        living = {n for n, first in first_seen.items() if first < horizon_of[n]}
         assert set(by_node) == living
         for node, spans in by_node.items():
+            horizon = horizon_of[node]
             assert spans[0][0] == first_seen[node]
             assert spans[-1][1] == horizon
             for (s, e, state, reason), nxt in zip(spans, spans[1:] + [None]):
@@ -125,7 +130,7 @@ def test_state_intervals_cover_each_lifetime_exactly_once(fleet, found, stalenes
             assert failures >= 0 and repairs >= 0
             lifetime_s[node] = lifetime_s.get(node, 0.0) + in_fleet
         for node in living:
-            assert abs(lifetime_s[node] - (horizon - first_seen[node]).total_seconds()) < 1e-6
+            assert abs(lifetime_s[node] - (horizon_of[node] - first_seen[node]).total_seconds()) < 1e-6
         for (availability,) in con.execute("SELECT availability FROM fleet_availability_daily").fetchall():
             assert availability is None or 0.0 <= availability <= 1.0
 

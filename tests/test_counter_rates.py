@@ -57,8 +57,8 @@ def build(path: Path) -> duckdb.DuckDBPyConnection:
     rows += [(t, "n1", 1, "GPU-1", FLIT, 7.0) for t, _ in PCIE_SAMPLES]
     # a gauge is no counter: no increase
     rows += [(t, "n1", 0, "GPU-0", "DCGM_FI_DEV_GPU_TEMP", 50.0) for t, _ in PCIE_SAMPLES]
-    con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, ?, ?, ?)", rows)
-    con.executemany("INSERT INTO node_samples VALUES (?, 'n1', ?, ?)", [(t, NIC, v) for t, v in NIC_SAMPLES])
+    con.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, ?, ?, ?, ?, ?)", rows)
+    con.executemany("INSERT INTO node_samples VALUES ('c1', ?, 'n1', ?, ?)", [(t, NIC, v) for t, v in NIC_SAMPLES])
     execute(con, "derived/gpu_samples_15m")
     return con
 
@@ -148,7 +148,7 @@ BITS = {
 @pytest.mark.parametrize("field", [REASONS, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"])
 def test_clock_event_reasons_decoded(tmp_path: Path, field: str, mask: int, reasons: set[str]) -> None:
     con = open_store(tmp_path / "fleet.duckdb")
-    con.execute("INSERT INTO gpu_samples VALUES (?, 'n1', 0, 'GPU-0', ?, ?)", [at(0), field, float(mask)])
+    con.execute("INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)", [at(0), field, float(mask)])
     execute(con, "derived/gpu_samples_15m")
     found = dict(con.execute(
         "SELECT split_part(metric, '/', 2), value_max FROM gpu_samples_15m WHERE metric LIKE ? || '/%'",
@@ -173,7 +173,7 @@ def test_week_increase_is_prometheus_increase(tmp_path_factory, values: list[int
     con = open_store(path)
     samples = [(at(0, 0) + timedelta(minutes=7 * i), "n1", 0, "GPU-0", PCIE, float(v))
                for i, v in enumerate(values)]
-    con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, ?, ?, ?)", samples)
+    con.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, ?, ?, ?, ?, ?)", samples)
     execute(con, "derived/gpu_samples_15m")
     frame = query_pl(con, "app/node_counter_rates", {**WEEK, "bucket_s": 3600})
     con.close()

@@ -47,9 +47,9 @@ NIC_SAMPLES = [
 @pytest.fixture
 def con(tmp_path: Path):
     connection = open_store(tmp_path / "fleet.duckdb")
-    connection.executemany("INSERT INTO gpu_samples VALUES (?, 'n1', 0, 'GPU-0', ?, ?)",
+    connection.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)",
                            [(t, NVLINK, v) for t, v in NVLINK_SAMPLES])
-    connection.executemany("INSERT INTO node_samples VALUES (?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES)
+    connection.executemany("INSERT INTO node_samples VALUES ('c1', ?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES)
     connection.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 4)")
     execute(connection, "derived/gpu_samples_15m")
     yield connection
@@ -97,15 +97,15 @@ def panel_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     """The app fixture plus two hours of NVLink traffic on gpu 3 and a link down for an hour."""
     db = build_app_db(tmp_path_factory.mktemp("links") / "fleet.duckdb")
     con = duckdb.connect(str(db))
-    expected = con.execute("SELECT nic_expected FROM nodes WHERE node = ?", [PANEL_NODE]).fetchone()[0]
+    expected, cluster = con.execute("SELECT nic_expected, cluster FROM nodes WHERE node = ?", [PANEL_NODE]).fetchone()
     if expected is None:
         con.execute("UPDATE nodes SET nic_expected = 4 WHERE node = ?", [PANEL_NODE])
         expected = 4
     # 36,000 MiB per 15 minutes = 40 MiB/s
-    con.executemany("INSERT INTO gpu_samples VALUES (?, ?, 3, 'GPU-x', ?, ?)",
-                    [(T0 + timedelta(minutes=15 * i), PANEL_NODE, NVLINK, 36_000.0 * i) for i in range(9)])
-    con.executemany("INSERT INTO node_samples VALUES (?, ?, 'nic_links_up', ?)",
-                    [(T0 + timedelta(minutes=30 * i), PANEL_NODE, float(expected - (i == 2)))
+    con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, 3, 'GPU-x', ?, ?)",
+                    [(cluster, T0 + timedelta(minutes=15 * i), PANEL_NODE, NVLINK, 36_000.0 * i) for i in range(9)])
+    con.executemany("INSERT INTO node_samples VALUES (?, ?, ?, 'nic_links_up', ?)",
+                    [(cluster, T0 + timedelta(minutes=30 * i), PANEL_NODE, float(expected - (i == 2)))
                      for i in range(6)])
     execute(con, "derived/gpu_samples_15m")
     con.close()

@@ -183,7 +183,9 @@ def test_ingest_reproduces_the_landing_samples(con, server, fleet):
 @pytest.mark.integration
 def test_second_run_fetches_only_what_is_new(con, server, fleet):
     middle = T0 + timedelta(minutes=65)  # not on a chunk edge
-    first = ingest_prometheus(con, server.url, T0, middle, SETTINGS)
+    # The first window sees no series with the `cluster` label (kube_node_info is exported at the
+    # window's ends only), so the cluster is given, as a fleet of several clusters must.
+    first = ingest_prometheus(con, server.url, T0, middle, SETTINGS, cluster="train-a")
     gpu_first = row_counts(con)["gpu_samples"]
     assert gpu_first == fleet["gpu_samples"].filter(pl.col("ts") < middle).height
     marks = read_watermarks(con, "prometheus:" + server.url)

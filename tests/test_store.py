@@ -38,18 +38,18 @@ def write(folder: Path, name: str, text: str) -> Path:
 def test_schema_matches_the_landing_contract(con):
     expected = {
         "nodes": ["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
-        "node_conditions": ["ts", "node", "condition", "status", "reason", "message"],
-        "gpu_samples": ["ts", "node", "gpu", "uuid", "metric", "value"],
-        "gpu_instance_samples": ["ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric",
-                                 "value"],
-        "node_samples": ["ts", "node", "metric", "value"],
-        "gpu_events": ["ts", "node", "gpu", "uuid", "kind", "code", "message", "source"],
-        "jobs": ["job_id", "name", "user", "team", "queue", "submit_ts", "start_ts", "end_ts",
+        "node_conditions": ["cluster", "ts", "node", "condition", "status", "reason", "message"],
+        "gpu_samples": ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
+        "gpu_instance_samples": ["cluster", "ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id",
+                                 "metric", "value"],
+        "node_samples": ["cluster", "ts", "node", "metric", "value"],
+        "gpu_events": ["cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source"],
+        "jobs": ["cluster", "job_id", "name", "user", "team", "queue", "submit_ts", "start_ts", "end_ts",
                  "num_gpus", "state", "exit_code", "reason"],
-        "job_attempts": ["job_id", "attempt", "start_ts", "end_ts", "state", "exit_code", "reason", "nodes"],
-        "rank_steps": ["job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s"],
-        "checkpoints": ["job_id", "attempt", "step", "kind", "start_ts", "duration_s"],
-        "maintenance": ["node", "start_ts", "end_ts", "reason"],
+        "job_attempts": ["cluster", "job_id", "attempt", "start_ts", "end_ts", "state", "exit_code", "reason", "nodes"],
+        "rank_steps": ["cluster", "job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s"],
+        "checkpoints": ["cluster", "job_id", "attempt", "step", "kind", "start_ts", "duration_s"],
+        "maintenance": ["cluster", "node", "start_ts", "end_ts", "reason"],
     }
     assert set(expected) == set(LANDING_TABLES)
     for table, columns in expected.items():
@@ -324,7 +324,7 @@ def test_one_key_with_two_different_records_is_refused_naming_both_lines(
 
 def test_a_job_reported_succeeded_and_failed_in_one_file_is_refused(con, tmp_path):
     write(tmp_path / "in", "jobs.csv", "job_id,num_gpus,state\nx1,8,succeeded\nx9,8,succeeded\nx9,8,failed\n")
-    with pytest.raises(InputError, match=r"jobs.csv: lines 3 and 4 are the same record \(job_id `x9`\) "
+    with pytest.raises(InputError, match=r"jobs.csv: lines 3 and 4 are the same record \(cluster `default`, job_id `x9`\) "
                                          r"with different values: state `succeeded` vs `failed`"):
         ingest_files(con, tmp_path / "in")
     assert row_counts(con)["jobs"] == 0

@@ -34,21 +34,26 @@ GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 FB = "DCGM_FI_DEV_FB_USED"
 
 
-def _insert(con, table: str, rows: list[dict]) -> None:
+def _insert(con, table: str, rows: list[dict], cluster: str = "c1") -> None:
+    """Insert `rows`; every landing row is in `cluster` unless it names its own."""
     frame = pl.DataFrame(rows)
+    if "cluster" not in frame.columns:
+        frame = frame.with_columns(pl.lit(cluster).alias("cluster"))
     con.register("__rows", frame)
     columns = ", ".join(f'"{c}"' for c in frame.columns)
     con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __rows")
     con.unregister("__rows")
 
 
-def build_fleet(con) -> None:
+def build_fleet(con, cluster: str = "c1", activity: float = 1.0) -> None:
+    """The fleet above in `cluster`, every activity value x `activity` (another cluster's fleet of
+    the same node names and job ids with other numbers)."""
     ensure_schema(con)
     _insert(con, "nodes", [
-        {"node": "n1", "cluster": "c1", "instance_type": "p5", "gpu_model": H100, "gpu_count": 8, "nic_expected": None},
-        {"node": "n2", "cluster": "c1", "instance_type": "a2", "gpu_model": A100, "gpu_count": 1, "nic_expected": None},
-        {"node": "n3", "cluster": "c1", "instance_type": "p5", "gpu_model": H100, "gpu_count": 1, "nic_expected": None},
-    ])
+        {"node": "n1", "instance_type": "p5", "gpu_model": H100, "gpu_count": 8, "nic_expected": None},
+        {"node": "n2", "instance_type": "a2", "gpu_model": A100, "gpu_count": 1, "nic_expected": None},
+        {"node": "n3", "instance_type": "p5", "gpu_model": H100, "gpu_count": 1, "nic_expected": None},
+    ], cluster)
     end = T0 + timedelta(minutes=MINUTES)
     _insert(con, "jobs", [
         {"job_id": "j8", "name": "finetune", "user": "u", "team": "llm", "queue": "batch", "submit_ts": T0,
@@ -59,33 +64,33 @@ def build_fleet(con) -> None:
          "start_ts": T0, "end_ts": end, "num_gpus": 1, "state": "succeeded", "exit_code": 0, "reason": None},
         {"job_id": "4712", "name": "rerank", "user": "u", "team": "search", "queue": "infer", "submit_ts": T0,
          "start_ts": T0, "end_ts": end, "num_gpus": 1, "state": "succeeded", "exit_code": 0, "reason": None},
-    ])
+    ], cluster)
     _insert(con, "job_attempts", [
         {"job_id": "j8", "attempt": 0, "start_ts": T0, "end_ts": end, "state": "succeeded", "exit_code": 0,
          "reason": None, "nodes": ["n1"]},
         {"job_id": "jn", "attempt": 0, "start_ts": T0, "end_ts": end, "state": "succeeded", "exit_code": 0,
          "reason": None, "nodes": ["n3"]},
-    ])
+    ], cluster)
     device, instance = [], []
     for m in range(MINUTES):
         ts = T0 + timedelta(minutes=m)
         for gpu in range(8):
             device.append({"ts": ts, "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "metric": GR,
-                           "value": 0.9 if gpu == 0 else 0.0})
+                           "value": 0.9 * activity if gpu == 0 else 0.0})
             device.append({"ts": ts, "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "metric": FB,
                            "value": 40960.0 if gpu == 0 else 0.0})
         device.append({"ts": ts, "node": "n2", "gpu": 0, "uuid": "GPU-n2-0", "metric": "DCGM_FI_DEV_GPU_UTIL",
-                       "value": 30.0})
-        device.append({"ts": ts, "node": "n3", "gpu": 0, "uuid": "GPU-n3-0", "metric": GR, "value": 0.1})
+                       "value": 30.0 * activity})
+        device.append({"ts": ts, "node": "n3", "gpu": 0, "uuid": "GPU-n3-0", "metric": GR, "value": 0.1 * activity})
         device.append({"ts": ts, "node": "n3", "gpu": 0, "uuid": "GPU-n3-0", "metric": FB, "value": 8192.0})
-        for gi, profile, job, activity, mib in ((1, "3g.40gb", "serving/chat", 0.5, 20480.0),
+        for gi, profile, job, share, mib in ((1, "3g.40gb", "serving/chat", 0.5, 20480.0),
                                                 (5, "2g.20gb", "4711", 0.1, 8192.0),
                                                 (13, "1g.10gb", "4712", 0.02, 1024.0)):
-            for metric, value in ((GR, activity), (FB, mib)):
+            for metric, value in ((GR, share * activity), (FB, mib)):
                 instance.append({"ts": ts, "node": "n2", "gpu": 0, "uuid": "GPU-n2-0", "gpu_i_id": gi,
                                  "gpu_i_profile": profile, "job_id": job, "metric": metric, "value": value})
-    _insert(con, "gpu_samples", device)
-    _insert(con, "gpu_instance_samples", instance)
+    _insert(con, "gpu_samples", device, cluster)
+    _insert(con, "gpu_instance_samples", instance, cluster)
 
 
 @pytest.fixture(scope="module")

@@ -198,8 +198,9 @@ def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
         end = f"2026-11-{16 + day:02d} 12:00:00+00"
         eligible = state not in ("cancelled", "preempted")
         con.execute(
-            "INSERT INTO job_attempts VALUES (?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, NULL, NULL, ?)",
-            [f"h{i}", end, end, state, [node]],
+            "INSERT INTO job_attempts VALUES (coalesce((SELECT min(cluster) FROM nodes WHERE node = ?), 'c1'), "
+            "?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, NULL, NULL, ?)",
+            [node, f"h{i}", end, end, state, [node]],
         )
         con.execute(
             "INSERT INTO job_outcomes VALUES (?, ?, ?, ?, ?, NULL, false, 1, ?, ?, ?, [])",
@@ -260,11 +261,14 @@ def attribution_summary(tmp_path_factory):
     con = open_store(tmp_path_factory.mktemp("attribution") / "fleet.duckdb")
     load(con, {
         "nodes": [{"node": n, "cluster": c, "gpu_count": 8} for n, c in (("n1", "c1"), ("n3", "c2"), ("n4", "c2"))],
-        "jobs": [job("j2", start=0, end=3600, state="succeeded"),
-                 job("j1", start=0, end=3600, state="failed"),
-                 job("jm", start=0, end=3600, state="succeeded")],
-        "job_attempts": [attempt("j2", 0, start=0, end=3600, state="succeeded", nodes=["n1"]),
-                         attempt("jm", 0, start=0, end=3600, state="succeeded", nodes=["n1", "n3", "n4"])],
+        # Every job is in one cluster (SPEC "Fleet-wide identity"): j1 ran on no node, so its cluster
+        # is given; jm's nodes span both clusters, so its cluster is given too.
+        "jobs": [{**job("j2", start=0, end=3600, state="succeeded"), "cluster": "c1"},
+                 {**job("j1", start=0, end=3600, state="failed"), "cluster": "c1"},
+                 {**job("jm", start=0, end=3600, state="succeeded"), "cluster": "c2"}],
+        "job_attempts": [{**attempt("j2", 0, start=0, end=3600, state="succeeded", nodes=["n1"]), "cluster": "c1"},
+                         {**attempt("jm", 0, start=0, end=3600, state="succeeded", nodes=["n1", "n3", "n4"]),
+                          "cluster": "c2"}],
     })
     compute(con, Settings(), force=True)
     rows = con.sql("SELECT * FROM weekly_summary WHERE week = '2026-W48'").pl().iter_rows(named=True)

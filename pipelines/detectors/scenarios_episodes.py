@@ -112,6 +112,9 @@ def _synthetic_job(job_id: str, nodes: tuple[str, str], start: dt.datetime, n_st
 
 def _append(frames: dict[str, pl.DataFrame], name: str, rows: pl.DataFrame) -> None:
     base = frames[name]
+    if "cluster" in base.columns and "cluster" not in rows.columns:
+        # Injected rows name no cluster: the loader takes their nodes' (SPEC "Fleet-wide identity").
+        rows = rows.with_columns(pl.lit(None, pl.String).alias("cluster"))
     frames[name] = pl.concat([base, rows.select(base.columns).cast(base.schema, strict=False)])
 
 

@@ -4,8 +4,8 @@
   taking work, because the scheduler does not see gpufleet's findings; 45 min to 3 h later it
   fails for good (XID 48, double-bit error) and kills the job on it. A job placed on it after the warning
   was placed on a flagged node; one already running when the warning came was seen ahead.
-- `recurring_checkpoint_jobs`: two recurring training jobs (same name and team, several runs; one
-  ground-truth row each),
+- `recurring_checkpoint_jobs`: two recurring training jobs (same name and team, several runs in
+  one cluster; one ground-truth row each),
   one saving every ~2 minutes (too often for any realistic failure rate), one saving only twice
   per run, hours apart (too rarely).
 - `failure_escape_truth`: for every attempt a fault killed, whether a signal of the fault plan was
@@ -28,6 +28,7 @@ from pipelines.simulator.model import (
     SCRAPE_S,
     Fault,
     FaultContext,
+    Job,
     _repair,
     rng_for,
 )
@@ -71,6 +72,23 @@ def inject_flagged_gpu(ctx: FaultContext, fid: str) -> Fault:
     )
 
 
+def _in_one_cluster(jobs: list[Job]) -> list[Job]:
+    """`jobs`, in their order, of one cluster: the simulated fleet's last cluster holding at least
+    two of them (else the first job's).
+
+    A recurring job's runs share a name and team within one cluster; in another cluster the same
+    name is another job (and checkpoint advice is per cluster). Both recurring jobs prefer the
+    same cluster, so a fleet with enough long training runs there keeps them together."""
+    if not jobs:
+        return []
+    counts: dict[int, int] = {}
+    for job in jobs:
+        counts[job.cluster] = counts.get(job.cluster, 0) + 1
+    eligible = [c for c, n in counts.items() if n >= 2]
+    cluster = max(eligible) if eligible else jobs[0].cluster
+    return [j for j in jobs if j.cluster == cluster]
+
+
 def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
     """Rename runs of two recurring jobs and set their save interval; one truth row per recurring job."""
     rng = rng_for(ctx.cfg, 12)
@@ -81,10 +99,10 @@ def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
     # Too rare: the longest runs, a save at half way and at the end.
     rare = sorted((j for j in multi if j.n_steps * j.base_s >= 4 * 3600),
                   key=lambda j: -j.n_steps * j.base_s)
-    chosen_rare = rare[:3]
+    chosen_rare = _in_one_cluster(rare)[:3]
     pool = [j for j in frequent if j not in chosen_rare]
-    picks: list[int] = [int(i) for i in rng.permutation(len(pool))[:3]] if pool else []
-    chosen_frequent = [pool[i] for i in picks]
+    order: list[int] = [int(i) for i in rng.permutation(len(pool))] if pool else []
+    chosen_frequent = _in_one_cluster([pool[i] for i in order])[:3]
     for kind, jobs in (("checkpoint_too_frequent", chosen_frequent), ("checkpoint_too_rare", chosen_rare)):
         if not jobs:
             continue

@@ -73,11 +73,15 @@ class SimulationConfig:
     # Share of the default offered work (see `build_jobs`); the demo runs below 1, where the
     # scheduler keeps up with the submissions.
     load: float = 1.0
+    cluster_prefix: str = ""
+    """Prefixed to every cluster name (`east` -> `east-train-use1-a`): the same fleet simulated
+    as another cluster, with the same node names and job ids."""
 
     @classmethod
     def create(
         cls, nodes: int, days: int, seed: int, start: str | None = None, faults: str = "default",
         load: float = 1.0,
+        cluster_prefix: str = "",
     ) -> SimulationConfig:
         if nodes < 1 or nodes > 4096:
             raise ConfigError(f"Cannot simulate {nodes} nodes.", "Pass --nodes between 1 and 4096.")
@@ -88,7 +92,12 @@ class SimulationConfig:
         if not 0 < load <= 1:
             raise ConfigError(f"Cannot simulate a load of {load}.", "Pass a load above 0 and at most 1.")
         return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start, days), faults=faults,
-                   load=load)
+                   load=load, cluster_prefix=cluster_prefix)
+
+    def cluster_name(self, index: int) -> str:
+        """The name of simulated cluster `index` (into CLUSTERS)."""
+        name = CLUSTERS[index][0]
+        return f"{self.cluster_prefix}-{name}" if self.cluster_prefix else name
 
     @property
     def horizon_s(self) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.contract import LANDING_TABLES
@@ -38,7 +39,7 @@ from pipelines.simulator.telemetry import (
 
 TS = pa.timestamp("us", tz="UTC")
 STR = pa.string()
-SCHEMAS: dict[str, pa.Schema] = {
+_SCHEMAS: dict[str, pa.Schema] = {
     "nodes": pa.schema(
         [
             ("node", STR),
@@ -246,6 +247,29 @@ def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
     return pa.array(arr, type=TS, mask=mask if mask.any() else None)
 
 
+# Every table but ground truth carries the record's cluster first (SPEC "Fleet-wide identity").
+SCHEMAS: dict[str, pa.Schema] = {
+    name: schema if "cluster" in schema.names or name == "ground_truth" else schema.insert(0, pa.field("cluster", STR))
+    for name, schema in _SCHEMAS.items()
+}
+
+
+def _node_clusters(sim: Simulation) -> tuple[pa.Array, pa.Array]:
+    """(node names, their cluster names), to label node-keyed chunks."""
+    return pa.array(sim.fleet.names, STR), pa.array([sim.cfg.cluster_name(c) for c in sim.fleet.cluster], STR)
+
+
+def _with_cluster(table: pa.Table, clusters: pa.Array) -> pa.Table:
+    return table.add_column(0, pa.field("cluster", STR), clusters)
+
+
+def _by_node(sim: Simulation, table: pa.Table) -> pa.Table:
+    """`table` with its rows' node's cluster (an index lookup on the small name list)."""
+    names, clusters = _node_clusters(sim)
+    index = pc.index_in(table.column("node").cast(STR), value_set=names)
+    return _with_cluster(table, pc.take(clusters, index).combine_chunks() if table.num_rows else pa.array([], STR))
+
+
 def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     """The tables that are records, not scrapes: nodes, events, jobs, attempts, maintenance, ground truth."""
     cfg, fleet, eff = sim.cfg, sim.fleet, sim.effects
@@ -253,13 +277,13 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     out["nodes"] = pa.table(
         {
             "node": fleet.names,
-            "cluster": [CLUSTERS[c][0] for c in fleet.cluster],
+            "cluster": [cfg.cluster_name(c) for c in fleet.cluster],
             "instance_type": [CLUSTERS[c][1] for c in fleet.cluster],
             "gpu_model": [CLUSTERS[c][2] for c in fleet.cluster],
             "gpu_count": pa.array([GPUS_PER_NODE] * fleet.n, pa.int32()),
             "nic_expected": pa.array([CLUSTERS[c][3] for c in fleet.cluster], pa.int32()),
         },
-        schema=SCHEMAS["nodes"],
+        schema=_SCHEMAS["nodes"],
     )
     xids = sorted((t, n, g, c) for t, n, g, c in eff.xids if t < cfg.horizon_s)
     text = {
@@ -281,7 +305,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
             ],
             "source": ["dcgm"] * len(xids),
         },
-        schema=SCHEMAS["gpu_events"],
+        schema=_SCHEMAS["gpu_events"],
     )
     maint = sorted(eff.maintenance, key=lambda m: (m[1], m[0]))
     out["maintenance"] = pa.table(
@@ -291,7 +315,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
             "end_ts": _ts_list(cfg, [m[2] for m in maint]),
             "reason": [m[3] for m in maint],
         },
-        schema=SCHEMAS["maintenance"],
+        schema=_SCHEMAS["maintenance"],
     )
     atts = sim.attempts
     out["job_attempts"] = pa.table(
@@ -305,7 +329,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
             "reason": [a.reason for a in atts],
             "nodes": [[fleet.names[n] for n in a.nodes] for a in atts],
         },
-        schema=SCHEMAS["job_attempts"],
+        schema=_SCHEMAS["job_attempts"],
     )
     by_job: dict[int, list[Attempt]] = {}
     for a in atts:
@@ -326,10 +350,10 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
             "exit_code": pa.array([last.exit_code for _, last in jobs], pa.int32()),
             "reason": [last.reason for _, last in jobs],
         },
-        schema=SCHEMAS["jobs"],
+        schema=_SCHEMAS["jobs"],
     )
     # The simulated fleet partitions no GPU with MIG yet: the table is written, empty.
-    out["gpu_instance_samples"] = SCHEMAS["gpu_instance_samples"].empty_table()
+    out["gpu_instance_samples"] = _SCHEMAS["gpu_instance_samples"].empty_table()
     gt = sim.faults
     out["ground_truth"] = pa.table(
         {
@@ -350,6 +374,16 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
         },
         schema=SCHEMAS["ground_truth"],
     )
+    job_cluster = {a.job.job_id: cfg.cluster_name(a.job.cluster) for a in atts}
+    for name, table in out.items():
+        if name in ("ground_truth", "nodes"):
+            continue
+        # A MIG instance's `job_id` is a label on its series: the instance takes its node's cluster.
+        if "job_id" in table.column_names and name != "gpu_instance_samples":
+            labels = pa.array([job_cluster[j] for j in table.column("job_id").to_pylist()], STR)
+            out[name] = _with_cluster(table, labels)
+        else:
+            out[name] = _by_node(sim, table)
     return out
 
 
@@ -391,7 +425,7 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
                 "step_s": pa.array(np.round(np.repeat(tl.step_s[:k], R) + jitter, 4)),
                 "compute_s": pa.array(np.round(tl.compute_s[:k].reshape(-1), 4)),
             },
-            schema=SCHEMAS["rank_steps"],
+            schema=_SCHEMAS["rank_steps"],
         )
         saves = np.flatnonzero(tl.save_s[:k] > 0)
         rows_step = [int(tl.steps[i]) for i in saves]
@@ -412,18 +446,18 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
                 "start_ts": _ts_list(cfg, rows_start),
                 "duration_s": pa.array(rows_dur, pa.float64()),
             },
-            schema=SCHEMAS["checkpoints"],
+            schema=_SCHEMAS["checkpoints"],
         )
-        yield steps, ckpt
+        cluster = cfg.cluster_name(a.job.cluster)
+        yield (_with_cluster(steps, pa.array([cluster] * steps.num_rows, STR)),
+               _with_cluster(ckpt, pa.array([cluster] * ckpt.num_rows, STR)))
 
 
 def _stream(sim: Simulation, table: str) -> Iterator[pa.Table]:
-    if table == "gpu_samples":
-        yield from gpu_sample_chunks(sim.cfg, sim.fleet, sim.state)
-    elif table == "node_samples":
-        yield from node_sample_chunks(sim.cfg, sim.fleet, sim.state)
-    elif table == "node_conditions":
-        yield from condition_chunks(sim.cfg, sim.fleet, sim.state)
+    chunks = {"gpu_samples": gpu_sample_chunks, "node_samples": node_sample_chunks,
+              "node_conditions": condition_chunks}[table]
+    for chunk in chunks(sim.cfg, sim.fleet, sim.state):
+        yield _by_node(sim, chunk)
 
 
 STREAMED = ("node_conditions", "gpu_samples", "node_samples")

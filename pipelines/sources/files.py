@@ -115,10 +115,12 @@ def landing_files(folder: Path) -> list[Path]:
     return found
 
 
-def ingest_files(con: duckdb.DuckDBPyConnection, folder: str | Path) -> list[LoadResult]:
-    """Load every landing file of `folder` as one batch."""
+def ingest_files(
+    con: duckdb.DuckDBPyConnection, folder: str | Path, cluster: str | None = None
+) -> list[LoadResult]:
+    """Load every landing file of `folder` as one batch (`cluster`: the ingest's --cluster)."""
     items = [read_table_file(con, path) for path in landing_files(Path(folder))]
-    return load_batch(con, items, source=f"files:{Path(folder).name}")
+    return load_batch(con, items, source=f"files:{Path(folder).name}", cluster=cluster)
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,12 @@ class FilesSource(WholeFileSource):
 
     path: Path
     """The folder of landing files."""
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "files"
     reads: ClassVar[str] = "`<table>.csv/.jsonl/.parquet` in the landing contract"
     tables: ClassVar[tuple[str, ...]] = LANDING_TABLES
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        return SourceReport(self.source_id, ingest_files(con, self.path))
+        return SourceReport(self.source_id, ingest_files(con, self.path, self.cluster))

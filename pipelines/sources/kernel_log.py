@@ -178,6 +178,7 @@ def ingest_kernel_log(
     boot_time: datetime | None = None,
     year: int | None = None,
     pci_map: dict[str, tuple[int, str | None]] | None = None,
+    cluster: str | None = None,
 ) -> tuple[list[LoadResult], KernelLogResult]:
     """Load the XIDs of one node's kernel log as one batch."""
     path = Path(path)
@@ -189,7 +190,7 @@ def ingest_kernel_log(
     mapping.update(pci_map or {})
     result = parse_kernel_log(text, node, boot_time=boot_time, year=year, pci_map=mapping, origin=str(path))
     loads = load_batch(con, [TableInput("gpu_events", result.events, str(path), position="line")],
-                       source=f"kernel-log:{node}")
+                       source=f"kernel-log:{node}", cluster=cluster)
     return loads, result
 
 
@@ -202,6 +203,8 @@ class KernelLogSource(WholeFileSource):
     boot_time: datetime | None = None
     year: int | None = None
     pci_map: dict[str, tuple[int, str | None]] | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "kernel-log"
     reads: ClassVar[str] = "`dmesg` / `journalctl -k` text"
@@ -213,6 +216,6 @@ class KernelLogSource(WholeFileSource):
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         loads, parsed = ingest_kernel_log(con, self.path, self.node, boot_time=self.boot_time, year=self.year,
-                                          pci_map=self.pci_map)
+                                          pci_map=self.pci_map, cluster=self.cluster)
         return SourceReport(self.source_id, loads, warnings=parsed.warnings(str(self.path)),
                             notes=[f"{parsed.xid_lines:,} Xid lines read."], detail=parsed)

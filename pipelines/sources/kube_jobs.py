@@ -308,7 +308,7 @@ def _read(path: Path) -> str:
 
 
 def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_label: str = "gpufleet.io/user",
-                     pods: str | Path | None = None) -> tuple[list[LoadResult], int]:
+                     pods: str | Path | None = None, cluster: str | None = None) -> tuple[list[LoadResult], int]:
     """Load one kubectl JSON file (plus an optional pods file) as one batch; also return how many
     objects were not jobs or their pods."""
     path = Path(path)
@@ -316,7 +316,7 @@ def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_labe
     pods_text = _read(Path(pods)) if pods is not None else None
     jobs, attempts, skipped = parse_kube_jobs(text, str(path), user_label, pods_text, str(pods))
     items = [TableInput("jobs", jobs, str(path)), TableInput("job_attempts", attempts, str(path))]
-    return load_batch(con, items, source=f"kube-jobs:{path.name}"), skipped
+    return load_batch(con, items, source=f"kube-jobs:{path.name}", cluster=cluster), skipped
 
 
 @dataclass(frozen=True)
@@ -326,13 +326,15 @@ class KubeJobsSource(WholeFileSource):
     path: Path
     user_label: str = "gpufleet.io/user"
     pods: Path | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "kube-jobs"
     reads: ClassVar[str] = "`kubectl get jobs,pytorchjobs,pods -A -o json`"
     tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        loads, skipped = ingest_kube_jobs(con, self.path, self.user_label, self.pods)
+        loads, skipped = ingest_kube_jobs(con, self.path, self.user_label, self.pods, self.cluster)
         warnings = ([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."]
                     if skipped else [])
         return SourceReport(self.source_id, loads, warnings=warnings, detail=skipped)

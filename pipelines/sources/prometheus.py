@@ -634,12 +634,12 @@ def _matrix(result: list[dict[str, Any]], a_ms: int, b_ms: int) -> tuple[Chunk, 
 
 
 _STAGE_COLUMNS = {
-    "gpu_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
-    "gpu_instance_samples": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, gpu_i_id SMALLINT, "
+    "gpu_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
+    "gpu_instance_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, gpu_i_id SMALLINT, "
     "gpu_i_profile VARCHAR, job_id VARCHAR, metric VARCHAR, value DOUBLE",
-    "node_samples": "ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
-    "node_conditions": "ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
-    "gpu_events": "ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
+    "node_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
+    "node_conditions": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
+    "gpu_events": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
 }
 
 
@@ -885,9 +885,11 @@ class _Ingest:
         progress: Callable[[str], None] | None,
         after_chunk: Callable[[int], None] | None,
         allow_partial: bool = False,
+        given_cluster: str | None = None,
     ) -> None:
         self.con, self.client, self.s = con, client, settings
         self.allow_partial = allow_partial
+        self.given_cluster = given_cluster
         self.notes: dict[str, None] = {}
         self.downsample_s = downsample_s
         self.progress = progress or (lambda _msg: None)
@@ -1018,6 +1020,7 @@ class _Ingest:
         ids = chunk.series_ids()
         per_series = pl.DataFrame(
             {
+                "cluster": [labels.get(self.s.cluster_label) or None for labels in chunk.labels],
                 "node": [i[0] if i else None for i in idents],
                 "gpu": [i[1] if i else None for i in idents],
                 "uuid": [i[2] if i else None for i in idents],
@@ -1026,15 +1029,17 @@ class _Ingest:
                 "job_id": [m[2] if m else None for m in instances],
                 "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
-            schema={"node": pl.String, "gpu": pl.Int16, "uuid": pl.String, "gpu_i_id": pl.Int16,
-                    "gpu_i_profile": pl.String, "job_id": pl.String, "metric": pl.String},
+            schema={"cluster": pl.String, "node": pl.String, "gpu": pl.Int16, "uuid": pl.String,
+                    "gpu_i_id": pl.Int16, "gpu_i_profile": pl.String, "job_id": pl.String, "metric": pl.String},
         )
+        # `cluster`: the series' label (an external label that Thanos and Mimir keep); NULL is resolved
+        # from --cluster or the node's cluster when loaded.
         for table, wanted, columns, key in (
-            ("gpu_samples", device, ["ts", "node", "gpu", "uuid", "metric", "value"],
-             ["ts", "node", "gpu", "metric"]),
+            ("gpu_samples", device, ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
+             ["ts", "cluster", "node", "gpu", "metric"]),
             ("gpu_instance_samples", mig,
-             ["ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric", "value"],
-             ["ts", "node", "gpu", "gpu_i_id", "metric"]),
+             ["cluster", "ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric", "value"],
+             ["ts", "cluster", "node", "gpu", "gpu_i_id", "metric"]),
         ):
             keep = wanted[ids]
             if not keep.any():
@@ -1052,7 +1057,7 @@ class _Ingest:
             self.stage.add(table, frame)
 
     def land_xid(self, q: _Query, series: list, previous: dict) -> None:
-        cols: dict[str, list] = {k: [] for k in ("ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
+        cols: dict[str, list] = {k: [] for k in ("cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
         for labels, ts, vs in series:
             key = self.xid_key(labels)
             if key is None:
@@ -1067,6 +1072,7 @@ class _Ingest:
                     event = v != 0 and v != prev and not math.isnan(v)
                     code = None if math.isnan(v) else int(v)
                 if event:
+                    cols["cluster"].append(labels.get(self.s.cluster_label) or None)
                     cols["ts"].append(t)
                     cols["node"].append(node)
                     cols["gpu"].append(gpu)
@@ -1080,13 +1086,14 @@ class _Ingest:
         self.stage.add("gpu_events", _frame(cols))
 
     def land_conditions(self, series: list) -> None:
-        cols: dict[str, list] = {"ts": [], "node": [], "condition": [], "status": [], "value": []}
+        cols: dict[str, list] = {"cluster": [], "ts": [], "node": [], "condition": [], "status": [], "value": []}
         for labels, ts, vs in series:
             node = labels.get("node") or node_of(labels, self.s.node_labels)
             if not node or not labels.get("condition"):
                 self.unnamed_series += 1
                 continue
             n = len(ts)
+            cols["cluster"].extend([labels.get(self.s.cluster_label) or None] * n)
             cols["ts"].extend(ts)
             cols["value"].extend(vs)
             cols["node"].extend([node] * n)
@@ -1097,7 +1104,7 @@ class _Ingest:
         frame = _frame(cols)
         # One-hot: the status whose series is 1 is the status; none at 1 means nobody knows.
         status = (
-            frame.group_by("ts", "node", "condition")
+            frame.group_by("cluster", "ts", "node", "condition")
             .agg(pl.col("status").filter(pl.col("value") == 1).first().alias("hot"))
             .with_columns(
                 pl.col("hot")
@@ -1107,18 +1114,19 @@ class _Ingest:
                 pl.lit(None, pl.String).alias("reason"),
                 pl.lit(None, pl.String).alias("message"),
             )
-            .select("ts", "node", "condition", "status", "reason", "message")
+            .select("cluster", "ts", "node", "condition", "status", "reason", "message")
             .sort("node", "condition", "ts")
         )
         self.stage.add("node_conditions", status)
 
     def land_unschedulable(self, series: list) -> None:
-        cols: dict[str, list] = {"ts": [], "node": [], "condition": [], "status": []}
+        cols: dict[str, list] = {"cluster": [], "ts": [], "node": [], "condition": [], "status": []}
         for labels, ts, vs in series:
             node = labels.get("node") or node_of(labels, self.s.node_labels)
             if not node:
                 self.unnamed_series += 1
                 continue
+            cols["cluster"].extend([labels.get(self.s.cluster_label) or None] * len(ts))
             cols["ts"].extend(ts)
             cols["node"].extend([node] * len(ts))
             cols["condition"].extend(["Unschedulable"] * len(ts))
@@ -1126,12 +1134,13 @@ class _Ingest:
         self.stage.add("node_conditions", _frame(cols))
 
     def land_node_metric(self, q: _Query, series: list) -> None:
-        cols: dict[str, list] = {"ts": [], "node": [], "value": []}
+        cols: dict[str, list] = {"cluster": [], "ts": [], "node": [], "value": []}
         for labels, ts, vs in series:
             node = node_of(labels, self.s.node_labels)
             if not node:
                 self.unnamed_series += 1
                 continue
+            cols["cluster"].extend([labels.get(self.s.cluster_label) or None] * len(ts))
             cols["ts"].extend(ts)
             cols["value"].extend(vs)
             cols["node"].extend([node] * len(ts))
@@ -1140,8 +1149,8 @@ class _Ingest:
         self.con.register("__raw", _frame(cols))
         try:
             frame = self.con.sql(
-                f"SELECT ts, node, $metric AS metric, sum({q.sample_sql})::DOUBLE AS value "
-                "FROM __raw GROUP BY ts, node ORDER BY node, ts",
+                f"SELECT cluster, ts, node, $metric AS metric, sum({q.sample_sql})::DOUBLE AS value "
+                "FROM __raw GROUP BY cluster, ts, node ORDER BY cluster, node, ts",
                 params={"metric": q.name},
             ).pl()
         except duckdb.Error as e:
@@ -1190,10 +1199,12 @@ class _Ingest:
             if series["metric"].get("node") and math.isfinite(value):
                 capacity[series["metric"]["node"]] = int(value)
         gpus: dict[str, dict[int, tuple]] = defaultdict(dict)
+        series_cluster: dict[str, str] = {}  # a node's cluster as its DCGM series' label says
         if s.gpu_metrics:
             names = "|".join(re.escape(name) for name in s.gpu_metrics)
             probe = f'{{__name__=~"{names}"{"," + s.matchers if s.matchers else ""}}}'
-            by = ", ".join(dict.fromkeys([*s.node_labels, "gpu", "UUID", "uuid", "pci_bus_id", "modelName", "GPU_I_ID"]))
+            by = ", ".join(dict.fromkeys([*s.node_labels, "gpu", "UUID", "uuid", "pci_bus_id", "modelName", "GPU_I_ID",
+                                          s.cluster_label]))
             query = f"group by ({by}) (last_over_time({probe}[{lookback}]))"
             for series in self.inventory_answer(query, at):
                 labels = series["metric"]
@@ -1201,6 +1212,8 @@ class _Ingest:
                 if ident is None:
                     continue
                 node, gpu, uuid = ident
+                if labels.get(s.cluster_label):
+                    series_cluster.setdefault(node, labels[s.cluster_label])
                 gpus[node][gpu] = (uuid, normalise_pci_bus_id(labels.get("pci_bus_id", "")), labels.get("modelName"))
         nodes_rows = []
         for node in sorted(set(kube) | set(gpus)):
@@ -1225,7 +1238,10 @@ class _Ingest:
             nodes_rows.append(
                 {
                     "node": node,
-                    "cluster": labels.get(s.cluster_label) or s.cluster,
+                    # No label: NULL, so the loader takes the cluster the node's other series name
+                    # (or its stored one); `prometheus.cluster` set to a name is the last resort.
+                    "cluster": (labels.get(s.cluster_label) or series_cluster.get(node) or self.given_cluster
+                                or (s.cluster if s.cluster != "default" else None)),
                     "instance_type": instance_type,
                     "gpu_model": model,
                     "gpu_count": count,
@@ -1272,6 +1288,8 @@ def _first_int(labels: dict[str, str], names: Iterable[str]) -> int | None:
 
 def _frame(cols: dict[str, list]) -> pl.DataFrame:
     frame = pl.DataFrame(cols, strict=False)
+    if "cluster" in frame.columns:
+        frame = frame.with_columns(pl.col("cluster").cast(pl.String))
     if "ts" in frame.columns:
         frame = frame.with_columns(pl.col("ts").cast(pl.Int64).cast(pl.Datetime("ms", "UTC")))
     return frame
@@ -1291,6 +1309,7 @@ def ingest_prometheus(
     env: dict[str, str] | None = None,
     progress: Callable[[str], None] | None = None,
     after_chunk: Callable[[int], None] | None = None,
+    cluster: str | None = None,
 ) -> IngestReport:
     """Fetch `[start, end)` (from each query's watermark on, unless `full`) and load it.
 
@@ -1325,7 +1344,7 @@ def ingest_prometheus(
     ensure_schema(con)
     marks = {} if full else read_watermarks(con, source)
     incomplete = read_incomplete(con, source)
-    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk, allow_partial)
+    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk, allow_partial, cluster)
     if insecure and urlsplit(url).scheme == "https":
         run.report.warnings.append(f"The TLS certificate of {client.shown_url} was not verified (--insecure).")
     start_ms, end_ms = _ms(start), _ms(end)
@@ -1446,7 +1465,7 @@ def ingest_prometheus(
                 finally:
                     c.unregister("__devices")
 
-        report.loads = load_batch(con, items, source=source, in_transaction=bookkeeping)
+        report.loads = load_batch(con, items, source=source, in_transaction=bookkeeping, cluster=cluster)
         report.requests_made = client.requests_made
         report.history = client.history
         report.seconds = time.perf_counter() - began
@@ -1511,10 +1530,14 @@ class PrometheusSource(Source):
     allow_partial: bool = False
     env: dict[str, str] | None = None
     progress: Callable[[str], None] | None = None
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "prometheus"
     reads: ClassVar[str] = "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
-    tables: ClassVar[tuple[str, ...]] = ("gpu_samples", "gpu_events", "node_conditions", "node_samples", "nodes")
+    tables: ClassVar[tuple[str, ...]] = (
+        "gpu_samples", "gpu_instance_samples", "gpu_events", "node_conditions", "node_samples", "nodes"
+    )
     settings_section: ClassVar[str | None] = "prometheus"
 
     @property
@@ -1534,6 +1557,6 @@ class PrometheusSource(Source):
         report = ingest_prometheus(
             con, self.url, self.start, self.end, self.settings, insecure=self.insecure,
             downsample_s=self.downsample_s, full=self.full, allow_partial=self.allow_partial, env=self.env,
-            progress=self.progress,
+            progress=self.progress, cluster=self.cluster,
         )
         return SourceReport(self.source_id, report.loads, warnings=list(report.warnings), detail=report)

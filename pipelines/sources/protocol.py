@@ -54,6 +54,11 @@ class Source(ABC):
     None when it reads no settings (its options all come from the command line). A source never
     reads `gpufleet.toml` or `GPUFLEET_*` variables itself: the command line passes the section."""
 
+    cluster: str | None
+    """The ingest's `--cluster`: the cluster every record of the run belongs to. None: each record's
+    own `cluster`, else its node's or job's (`pipelines.cluster_resolution`). Every source has it
+    as a dataclass field defaulting to None."""
+
     @property
     @abstractmethod
     def source_id(self) -> str:

@@ -90,11 +90,13 @@ def read_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> TableIn
     return TableInput("rank_steps", relation, str(path), position="line")
 
 
-def ingest_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> list[LoadResult]:
+def ingest_rank_steps(
+    con: duckdb.DuckDBPyConnection, path: str | Path, cluster: str | None = None
+) -> list[LoadResult]:
     """Load one rank-step file as one batch."""
     try:
         item = read_rank_steps(con, path)
-        return load_batch(con, [item], source=f"rank-steps:{Path(path).name}")
+        return load_batch(con, [item], source=f"rank-steps:{Path(path).name}", cluster=cluster)
     except duckdb.Error as e:
         raise InputError(f"cannot be read: {e}", file=str(path)) from e
     finally:
@@ -109,10 +111,12 @@ class RankStepsSource(WholeFileSource):
     """`gpufleet ingest rank-steps FILE`: one file of per-rank step timings, one batch."""
 
     path: Path
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "rank-steps"
     reads: ClassVar[str] = "per-rank step timings, JSONL or CSV"
     tables: ClassVar[tuple[str, ...]] = ("rank_steps",)
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        return SourceReport(self.source_id, ingest_rank_steps(con, self.path))
+        return SourceReport(self.source_id, ingest_rank_steps(con, self.path, self.cluster))

@@ -175,6 +175,7 @@ class _Attempt:
 @dataclass
 class _Job:
     job_id: str
+    cluster: str | None
     line: int
     fields: dict[str, str]
     submit: datetime | None
@@ -241,9 +242,11 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
                 raise InputError(str(e), file=origin, line=number, column=column, value=row.get(column)) from None
 
         job_id = row["JobID"].strip()
+        # `sacct -M all` lists every cluster's jobs, whose ids repeat: the job is (Cluster, JobID).
+        cluster = row.get("Cluster", "").strip() or None
         step = _STEP.match(job_id)
         if step:
-            parent = last_attempt.get(step.group("job"))
+            parent = last_attempt.get((cluster, step.group("job")))
             state, _ = cell("State", normalise_state)
             if parent is not None and state == "oom":
                 parent.steps_oom = True
@@ -252,15 +255,16 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
         start = cell("Start", parse_time)
         if state is None or start is None and state == "running":
             continue  # pending: not an outcome yet
-        if job_id not in jobs:
-            jobs[job_id] = _Job(
+        if (cluster, job_id) not in jobs:
+            jobs[(cluster, job_id)] = _Job(
                 job_id=job_id,
+                cluster=cluster,
                 line=number,
                 fields=row,
                 submit=cell("Submit", parse_time),
                 gpus=gpus_of(row.get("AllocTRES", "")),
             )
-        job = jobs[job_id]
+        job = jobs[(cluster, job_id)]
         job.gpus = max(job.gpus, gpus_of(row.get("AllocTRES", "")))
         job.fields = row  # the newest attempt's name, user, ... win
         restarts = row.get("Restarts", "").strip()
@@ -277,11 +281,11 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
             nodes=cell("NodeList", expand_nodelist) if "NodeList" in row else [],
         )
         job.attempts.append(attempt)
-        last_attempt[job_id] = attempt
+        last_attempt[(cluster, job_id)] = attempt
     return _frames(jobs, origin)
 
 
-def _frames(jobs: dict[str, _Job], origin: str) -> SacctResult:
+def _frames(jobs: dict[tuple[str | None, str], _Job], origin: str) -> SacctResult:
     job_rows, attempt_rows = [], []
     warnings = []
     under_reported = 0
@@ -297,6 +301,7 @@ def _frames(jobs: dict[str, _Job], origin: str) -> SacctResult:
         job_rows.append(
             {
                 ROW_COLUMN: job.line,
+                "cluster": job.cluster,
                 "job_id": job.job_id,
                 "name": job.fields.get("JobName") or None,
                 "user": job.fields.get("User") or None,
@@ -315,6 +320,7 @@ def _frames(jobs: dict[str, _Job], origin: str) -> SacctResult:
             attempt_rows.append(
                 {
                     ROW_COLUMN: a.line,
+                    "cluster": job.cluster,
                     "job_id": job.job_id,
                     "attempt": i,
                     "start_ts": a.start,
@@ -333,20 +339,20 @@ def _frames(jobs: dict[str, _Job], origin: str) -> SacctResult:
     ts = pl.Datetime("us", "UTC")
     jobs_frame = pl.DataFrame(
         job_rows,
-        schema={ROW_COLUMN: pl.Int64, "job_id": pl.String, "name": pl.String, "user": pl.String,
+        schema={ROW_COLUMN: pl.Int64, "cluster": pl.String, "job_id": pl.String, "name": pl.String, "user": pl.String,
                 "team": pl.String, "queue": pl.String, "submit_ts": ts, "start_ts": ts, "end_ts": ts,
                 "num_gpus": pl.Int64, "state": pl.String, "exit_code": pl.Int64, "reason": pl.String},
     )
     attempts_frame = pl.DataFrame(
         attempt_rows,
-        schema={ROW_COLUMN: pl.Int64, "job_id": pl.String, "attempt": pl.Int64, "start_ts": ts, "end_ts": ts,
+        schema={ROW_COLUMN: pl.Int64, "cluster": pl.String, "job_id": pl.String, "attempt": pl.Int64, "start_ts": ts, "end_ts": ts,
                 "state": pl.String, "exit_code": pl.Int64, "reason": pl.String, "nodes": pl.List(pl.String)},
     )
     return SacctResult(jobs_frame, attempts_frame, warnings=warnings)
 
 
 def ingest_sacct(
-    con: duckdb.DuckDBPyConnection, path: str | Path, delimiter: str = DELIMITER
+    con: duckdb.DuckDBPyConnection, path: str | Path, delimiter: str = DELIMITER, cluster: str | None = None
 ) -> tuple[list[LoadResult], SacctResult]:
     """Load one sacct file as one batch."""
     path = Path(path)
@@ -359,7 +365,7 @@ def ingest_sacct(
         TableInput("jobs", result.jobs, str(path), position="line"),
         TableInput("job_attempts", result.job_attempts, str(path), position="line"),
     ]
-    return load_batch(con, items, source=f"sacct:{path.name}"), result
+    return load_batch(con, items, source=f"sacct:{path.name}", cluster=cluster), result
 
 
 @dataclass(frozen=True)
@@ -368,11 +374,13 @@ class SacctSource(WholeFileSource):
 
     path: Path
     delimiter: str = DELIMITER
+    cluster: str | None = None
+    """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "sacct"
     reads: ClassVar[str] = "Slurm `sacct --parsable2` output"
     tables: ClassVar[tuple[str, ...]] = ("jobs", "job_attempts")
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        loads, parsed = ingest_sacct(con, self.path, self.delimiter)
+        loads, parsed = ingest_sacct(con, self.path, self.delimiter, self.cluster)
         return SourceReport(self.source_id, loads, warnings=list(parsed.warnings), detail=parsed)

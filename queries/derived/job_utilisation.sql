@@ -15,16 +15,18 @@
 -- Jobs without any mapped telemetry have measured_gpu_h 0 and NULL activity. A job that only
 -- dcgm-exporter's labels name (an inference pod with no `jobs` row) has a row with NULL name,
 -- team and queue and allocated_gpu_h 0.
--- cluster: the job's cluster (attempt_clusters.job_cluster; else the cluster of most of its
--- windows' nodes; 'unknown' when neither).
+-- One row per (cluster, job_id): the job's own cluster (jobs.cluster), or for a job that only
+-- labels name, the cluster of its windows. Every join is on (cluster, job_id); goodput_attempts
+-- holds one cluster's attempts (compute runs once per cluster) and takes its job's cluster.
 CREATE OR REPLACE TABLE job_utilisation AS
 WITH allocated AS (
-    SELECT job_id, sum(gpus * (end_us - start_us)) / 3.6e9 AS allocated_gpu_h
-    FROM goodput_attempts
-    GROUP BY job_id
+    SELECT j.cluster, g.job_id, sum(g.gpus * (g.end_us - g.start_us)) / 3.6e9 AS allocated_gpu_h
+    FROM goodput_attempts g
+    JOIN jobs j ON j.job_id = g.job_id
+    GROUP BY j.cluster, g.job_id
 ),
 used AS (
-    SELECT job_id,
+    SELECT cluster, job_id,
            sum(window_s * gpu_share) / 3600.0 AS measured_gpu_h,
            sum(window_s * gpu_share * activity) / 3600.0 AS busy_gpu_h,
            quantile_cont(activity, 0.95) AS p95_activity,
@@ -33,17 +35,13 @@ used AS (
            count(DISTINCT (node, gpu, gpu_i_id)) AS gpus_mapped,
            count(DISTINCT (node, gpu, gpu_i_id)) FILTER (WHERE activity >= $util_idle_activity) AS gpus_used,
            string_agg(DISTINCT mapped_by, ',' ORDER BY mapped_by) AS mapped_by,
-           bool_or(gpu_i_id IS NOT NULL) AS on_mig,
-           mode(cluster) AS window_cluster
+           bool_or(gpu_i_id IS NOT NULL) AS on_mig
     FROM gpu_activity_windows
     WHERE job_id IS NOT NULL
-    GROUP BY job_id
-),
-job_cluster AS (
-    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
+    GROUP BY cluster, job_id
 )
 SELECT
-    coalesce(c.cluster, u.window_cluster, 'unknown') AS cluster,
+    ids.cluster,
     ids.job_id,
     j.name,
     j.team,
@@ -60,9 +58,8 @@ SELECT
     coalesce(u.gpus_used, 0) AS gpus_used,
     u.mapped_by,
     coalesce(u.on_mig, false) AS on_mig
-FROM (SELECT job_id FROM jobs UNION SELECT job_id FROM used) ids
-LEFT JOIN jobs j USING (job_id)
-LEFT JOIN allocated a USING (job_id)
-LEFT JOIN used u USING (job_id)
-LEFT JOIN job_cluster c USING (job_id)
-ORDER BY idle_gpu_h DESC, ids.job_id
+FROM (SELECT cluster, job_id FROM jobs UNION SELECT cluster, job_id FROM used) ids
+LEFT JOIN jobs j USING (cluster, job_id)
+LEFT JOIN allocated a USING (cluster, job_id)
+LEFT JOIN used u USING (cluster, job_id)
+ORDER BY idle_gpu_h DESC, ids.cluster, ids.job_id

@@ -26,8 +26,8 @@ WITH whole AS (
            coalesce(n.gpu_model, 'unknown') AS gpu_model,
            w.job_id, w.window_s, w.activity, w.fb_used_mib
     FROM gpu_activity_windows w
-    LEFT JOIN jobs j USING (job_id)
-    LEFT JOIN nodes n ON n.node = w.node
+    LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
+    LEFT JOIN nodes n ON n.cluster = w.cluster AND n.node = w.node
     WHERE w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
 ),
 workloads AS (

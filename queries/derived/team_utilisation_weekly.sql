@@ -1,6 +1,7 @@
 -- team_utilisation_weekly: per cluster, ISO week ('YYYY-Www', UTC), team and queue
 -- (docs/metrics.md "Utilisation"). A window counts in the week it starts; a job's team and queue
--- come from `jobs` ('unknown' when the job has no row). cluster is the node's.
+-- come from `jobs` of the same cluster ('unknown' when the job has no row). cluster is the
+-- window's (its sample's).
 --   measured_gpu_h    allocated GPU-hours seen in telemetry (gpu_activity_windows with a job,
 --                     MIG instances x gpu_share)
 --   busy_gpu_h        activity x window x gpu_share over those windows
@@ -22,7 +23,7 @@ WITH per_job AS (
            coalesce(sum(w.window_s * w.gpu_share) FILTER (WHERE w.activity < $util_idle_activity), 0) / 3600.0
                AS idle_gpu_h
     FROM gpu_activity_windows w
-    LEFT JOIN jobs j USING (job_id)
+    LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
     WHERE w.job_id IS NOT NULL
     GROUP BY ALL
 )

@@ -1,6 +1,7 @@
 -- Landing tables: what every source lands as (SPEC "Landing contract").
 -- Timestamps are UTC TIMESTAMPTZ, intervals half-open [start, end), durations in seconds.
--- Natural keys (used for idempotent loads) are listed in pipelines/contract.py.
+-- Natural keys (used for idempotent loads) are listed in pipelines/contract.py; every one starts
+-- with `cluster` (SPEC "Fleet-wide identity"): node names and job ids repeat across clusters.
 -- No PRIMARY KEY indexes: at fleet scale they cost more than the anti-join the loader runs.
 
 CREATE TABLE IF NOT EXISTS nodes (
@@ -14,6 +15,7 @@ CREATE TABLE IF NOT EXISTS nodes (
 
 -- Samples as a scrape sees them, not transitions. A cordon is condition `Unschedulable`.
 CREATE TABLE IF NOT EXISTS node_conditions (
+    cluster   VARCHAR NOT NULL,
     ts        TIMESTAMPTZ NOT NULL,
     node      VARCHAR NOT NULL,
     condition VARCHAR NOT NULL,
@@ -24,6 +26,7 @@ CREATE TABLE IF NOT EXISTS node_conditions (
 
 -- One DCGM field of one GPU at one scrape. `metric` is the DCGM field name.
 CREATE TABLE IF NOT EXISTS gpu_samples (
+    cluster   VARCHAR NOT NULL,
     ts     TIMESTAMPTZ NOT NULL,
     node   VARCHAR NOT NULL,
     gpu    SMALLINT NOT NULL,       -- GPU index on the node
@@ -38,6 +41,7 @@ CREATE TABLE IF NOT EXISTS gpu_samples (
 -- `job_id` is the job dcgm-exporter's labels name for the instance (Slurm `hpc_job`;
 -- Kubernetes `namespace/<job>` from the pod's owner), NULL when unlabelled.
 CREATE TABLE IF NOT EXISTS gpu_instance_samples (
+    cluster       VARCHAR NOT NULL,
     ts            TIMESTAMPTZ NOT NULL,
     node          VARCHAR NOT NULL,
     gpu           SMALLINT NOT NULL,   -- index of the physical GPU on the node
@@ -51,6 +55,7 @@ CREATE TABLE IF NOT EXISTS gpu_instance_samples (
 
 -- Node-level telemetry: network links up, NIC error counters.
 CREATE TABLE IF NOT EXISTS node_samples (
+    cluster   VARCHAR NOT NULL,
     ts     TIMESTAMPTZ NOT NULL,
     node   VARCHAR NOT NULL,
     metric VARCHAR NOT NULL,
@@ -58,6 +63,7 @@ CREATE TABLE IF NOT EXISTS node_samples (
 );
 
 CREATE TABLE IF NOT EXISTS gpu_events (
+    cluster   VARCHAR NOT NULL,
     ts      TIMESTAMPTZ NOT NULL,
     node    VARCHAR NOT NULL,
     gpu     SMALLINT,               -- NULL when the event names no GPU we could map
@@ -69,6 +75,7 @@ CREATE TABLE IF NOT EXISTS gpu_events (
 );
 
 CREATE TABLE IF NOT EXISTS jobs (
+    cluster   VARCHAR NOT NULL,
     job_id    VARCHAR NOT NULL,
     name      VARCHAR,
     "user"    VARCHAR,
@@ -84,6 +91,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 
 CREATE TABLE IF NOT EXISTS job_attempts (
+    cluster   VARCHAR NOT NULL,
     job_id    VARCHAR NOT NULL,
     attempt   INTEGER NOT NULL,     -- 0, 1, ...
     start_ts  TIMESTAMPTZ NOT NULL,
@@ -97,6 +105,7 @@ CREATE TABLE IF NOT EXISTS job_attempts (
 -- Per-rank step timings: `step_s` wall time of the step on that rank, `compute_s`
 -- its busy time without collective wait (NULL when the job does not log it).
 CREATE TABLE IF NOT EXISTS rank_steps (
+    cluster   VARCHAR NOT NULL,
     job_id    VARCHAR NOT NULL,
     attempt   INTEGER NOT NULL,
     step      INTEGER NOT NULL,
@@ -109,6 +118,7 @@ CREATE TABLE IF NOT EXISTS rank_steps (
 );
 
 CREATE TABLE IF NOT EXISTS checkpoints (
+    cluster   VARCHAR NOT NULL,
     job_id     VARCHAR NOT NULL,
     attempt    INTEGER NOT NULL,
     step       INTEGER NOT NULL,
@@ -118,6 +128,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 );
 
 CREATE TABLE IF NOT EXISTS maintenance (
+    cluster   VARCHAR NOT NULL,
     node     VARCHAR NOT NULL,
     start_ts TIMESTAMPTZ NOT NULL,
     end_ts   TIMESTAMPTZ NOT NULL,

@@ -1,0 +1,83 @@
+"""Upgrade an older database's landing tables in place (`gpufleet migrate`, or the first writing command).
+
+Databases built before cluster-scoped identity have `cluster` on `nodes` only. Each other
+landing table is rebuilt with the column (first in its natural key): a node's record takes its
+node's cluster; a job its attempts' nodes' cluster; steps and checkpoints their job's. A name
+that `nodes` does not know takes the fleet's only cluster, or `unknown` when there are several.
+One transaction: a failed upgrade leaves the database as it was.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from pipelines.contract import LANDING_TABLES
+from pipelines.sql import load_sql, statements
+
+UNKNOWN_CLUSTER = "unknown"
+"""The cluster of a record whose node or job `nodes` does not place, in a fleet of several clusters."""
+
+NODE_TABLES = ("node_conditions", "gpu_samples", "gpu_instance_samples", "node_samples", "gpu_events", "maintenance")
+JOB_TABLES = ("jobs", "job_attempts", "rank_steps", "checkpoints")
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
+
+
+def tables_to_migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Landing tables that exist without a `cluster` column."""
+    return [t for t in LANDING_TABLES if (cols := _columns(con, t)) and "cluster" not in cols]
+
+
+def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Add `cluster` to every landing table that lacks it; the tables upgraded (none: a no-op)."""
+    todo = tables_to_migrate(con)
+    if not todo:
+        return []
+    con.execute("BEGIN TRANSACTION")
+    try:
+        clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY 1").fetchall()]
+        fallback = clusters[0] if len(clusters) == 1 else UNKNOWN_CLUSTER
+        params = {"fallback": fallback}
+        for table in todo:
+            con.execute(f'ALTER TABLE "{table}" RENAME TO "__old_{table}"')
+        # Recreate the renamed tables with the current shape (the others exist and are skipped).
+        for statement in statements(load_sql("schema/landing")):
+            con.execute(statement)
+        if "job_attempts" in todo:
+            con.execute(
+                "CREATE TEMP TABLE __job_cluster AS SELECT a.job_id, min(n.cluster) AS cluster "
+                "FROM (SELECT DISTINCT job_id, unnest(nodes) AS node FROM __old_job_attempts) a "
+                "JOIN nodes n USING (node) GROUP BY a.job_id"
+            )
+        else:
+            con.execute("CREATE TEMP TABLE __job_cluster AS SELECT job_id, min(cluster) AS cluster FROM jobs GROUP BY 1")
+        for table in todo:
+            old = _columns(con, f"__old_{table}")
+            names = ", ".join(f'o."{c}"' for c in old)
+            target = ", ".join(['"cluster"', *(f'"{c}"' for c in old)])
+            if table in NODE_TABLES:
+                source = "nodes m ON m.node = o.node"
+            else:
+                source = "__job_cluster m ON m.job_id = o.job_id"
+            con.execute(
+                f'INSERT INTO "{table}" ({target}) SELECT coalesce(m.cluster, $fallback), {names} '
+                f'FROM "__old_{table}" o LEFT JOIN {source}',
+                params,
+            )
+            con.execute(f'DROP TABLE "__old_{table}"')
+        con.execute("DROP TABLE __job_cluster")
+        # A new data version, so the next compute rebuilds every derived table per cluster.
+        con.execute(
+            "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), 'migrate:cluster', $tables, 0, 0 "
+            "FROM load_log",
+            {"tables": todo},
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return todo
