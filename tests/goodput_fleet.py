@@ -19,7 +19,17 @@ def at(seconds: float) -> datetime:
 
 
 def load(con: duckdb.DuckDBPyConnection, tables: dict[str, list[dict[str, Any]]]) -> None:
-    """Load landing rows (table -> list of records) in one batch."""
+    """Load landing rows (table -> list of records) in one batch. A job whose nodes span clusters
+    cannot be placed by the loader: it takes its first node's cluster."""
+    node_cluster = {r["node"]: r["cluster"] for r in tables.get("nodes", []) if r.get("cluster")}
+    first_node: dict[str, str | None] = {}
+    for r in tables.get("job_attempts", []):
+        first_node.setdefault(r["job_id"], r["nodes"][0] if r["nodes"] else None)
+    for table in ("jobs", "job_attempts", "rank_steps", "checkpoints"):
+        for r in tables.get(table, []):
+            cluster = node_cluster.get(first_node.get(r["job_id"]) or "")
+            if r.get("cluster") is None and cluster:
+                r["cluster"] = cluster
     inputs = []
     for table, rows in tables.items():
         if not rows:

@@ -81,7 +81,9 @@ def late_maintenance(tmp_path: Path) -> Path:
     folder = tmp_path / "late"
     folder.mkdir()
     (folder / "maintenance.csv").write_text(
-        "node,start_ts,end_ts,reason\nnode-late,2026-11-23T10:00:00Z,2026-11-23T11:00:00Z,declared late\n"
+        # A node no inventory lists: its cluster is given, as the database holds two.
+        "cluster,node,start_ts,end_ts,reason\n"
+        "train-use1-a,node-late,2026-11-23T10:00:00Z,2026-11-23T11:00:00Z,declared late\n"
     )
     return folder
 
