@@ -35,7 +35,9 @@ QUERY_PARAMS: dict[str, dict[str, Any]] = {
     "node_nvlink_traffic": {"bucket_s": 3600},
     "node_nic_links": {"bucket_s": 3600},
     # the page passes the setting ([availability] good_when_true_suffixes); the default here
-    "node_conditions": {"good_when_true_suffixes": list(Settings().availability.good_when_true_suffixes)},
+    "node_conditions": {
+        "good_when_true_suffixes": list(Settings().availability.good_when_true_suffixes)
+    },
     "fleet_heatmap": {"metric": "DCGM_FI_DEV_GPU_TEMP"},
 }
 _QUERY_CALL = re.compile(r"""query\(\s*["']([a-z0-9_]+)["']""")
@@ -75,9 +77,7 @@ def representative_params(con, week: str) -> dict[str, Any]:
     node = con.execute(
         "SELECT node FROM job_attempts, unnest(nodes) AS u(node) GROUP BY node ORDER BY count(*) DESC, node LIMIT 1"
     ).fetchall()
-    job = con.execute(
-        "SELECT job_id FROM jobs ORDER BY num_gpus DESC, job_id LIMIT 1"
-    ).fetchall()
+    job = con.execute("SELECT job_id FROM jobs ORDER BY num_gpus DESC, job_id LIMIT 1").fetchall()
     return {
         "week": week,
         "week_start": start,
@@ -115,7 +115,11 @@ def run_page(con, names: list[str], page_params: dict[str, Any]) -> dict[str, An
             warm.append(time.perf_counter() - t0)
         queries[name] = round(statistics.median(warm), 4)
     timed = [v for v in queries.values() if isinstance(v, float)]
-    return {"warm_s": round(sum(timed), 4), "slowest_query_s": max(timed, default=0.0), "queries": queries}
+    return {
+        "warm_s": round(sum(timed), 4),
+        "slowest_query_s": max(timed, default=0.0),
+        "queries": queries,
+    }
 
 
 def main() -> None:

@@ -38,13 +38,33 @@ def main(argv: list[str] | None = None) -> Path:
     update_start = datetime.fromisoformat(WEEK_START).replace(tzinfo=UTC)
     first = update_start - timedelta(weeks=max(HISTORY_WEEKS))
     root = Path(__file__).resolve().parent.parent
-    env = {"GPUFLEET_MEMORY_LIMIT": "6GB", **os.environ, "BENCH_TMP": str(workdir),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = {
+        "GPUFLEET_MEMORY_LIMIT": "6GB",
+        **os.environ,
+        "BENCH_TMP": str(workdir),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
     cli = [sys.executable, "-m", "pipelines"]
     landing = workdir / "landing"
-    subprocess.run(cli + ["simulate", "--nodes", str(nodes), "--days", str(7 * max(HISTORY_WEEKS) + 1), "--seed",
-                          "1", "--start", first.date().isoformat(), "--out", str(landing)],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        cli
+        + [
+            "simulate",
+            "--nodes",
+            str(nodes),
+            "--days",
+            str(7 * max(HISTORY_WEEKS) + 1),
+            "--seed",
+            "1",
+            "--start",
+            first.date().isoformat(),
+            "--out",
+            str(landing),
+        ],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     update = workdir / "next_hour"
     deliver(landing, update, update_start, update_start + timedelta(hours=1))
     rows = []
@@ -52,14 +72,28 @@ def main(argv: list[str] | None = None) -> Path:
         history, db = workdir / f"history-{weeks}w", workdir / f"fleet-{weeks}w.duckdb"
         deliver(landing, history, update_start - timedelta(weeks=weeks), update_start)
         run_env = {**env, "GPUFLEET_DB": str(db)}
-        build_s, build_cpu, _, _ = run_measured(f"build_{weeks}w", ["sh", "-c", " ".join(
-            [*cli, "ingest", "files", str(history), "&&", *cli, "compute"])], run_env)
-        ingest = run_measured(f"update_ingest_{weeks}w", cli + ["ingest", "files", str(update)], run_env)
+        build_s, build_cpu, _, _ = run_measured(
+            f"build_{weeks}w",
+            ["sh", "-c", " ".join([*cli, "ingest", "files", str(history), "&&", *cli, "compute"])],
+            run_env,
+        )
+        ingest = run_measured(
+            f"update_ingest_{weeks}w", cli + ["ingest", "files", str(update)], run_env
+        )
         compute = run_measured(f"update_compute_{weeks}w", cli + ["compute"], run_env)
-        rows.append({"history_weeks": weeks, "build_s": round(build_s, 2), "build_cpu_s": round(build_cpu, 2),
-                     "update_ingest_cpu_s": round(ingest[1], 2), "update_compute_cpu_s": round(compute[1], 2),
-                     "update_s": round(ingest[0] + compute[0], 2), "update_cpu_s": round(ingest[1] + compute[1], 2),
-                     "db_bytes": db.stat().st_size, "load_1m": round(os.getloadavg()[0], 2)})
+        rows.append(
+            {
+                "history_weeks": weeks,
+                "build_s": round(build_s, 2),
+                "build_cpu_s": round(build_cpu, 2),
+                "update_ingest_cpu_s": round(ingest[1], 2),
+                "update_compute_cpu_s": round(compute[1], 2),
+                "update_s": round(ingest[0] + compute[0], 2),
+                "update_cpu_s": round(ingest[1] + compute[1], 2),
+                "db_bytes": db.stat().st_size,
+                "load_1m": round(os.getloadavg()[0], 2),
+            }
+        )
         shutil.rmtree(history)
         db.unlink()
         print(json.dumps(rows[-1]), flush=True)
@@ -68,8 +102,10 @@ def main(argv: list[str] | None = None) -> Path:
     print("| history | update wall s | update CPU s | ingest CPU s | compute CPU s | x 1 week |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['history_weeks']} week(s) | {r['update_s']:.2f} | {r['update_cpu_s']:.2f} | "
-              f"{r['update_ingest_cpu_s']:.2f} | {r['update_compute_cpu_s']:.2f} | {r['update_cpu_s'] / base:.2f} |")
+        print(
+            f"| {r['history_weeks']} week(s) | {r['update_s']:.2f} | {r['update_cpu_s']:.2f} | "
+            f"{r['update_ingest_cpu_s']:.2f} | {r['update_compute_cpu_s']:.2f} | {r['update_cpu_s'] / base:.2f} |"
+        )
     out = args.results / f"history-{args.scale}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"scale": args.scale, "nodes": nodes, "runs": rows}, indent=2))

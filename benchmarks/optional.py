@@ -23,12 +23,26 @@ def optional_stages(
     missing: list[str] = []
     commands = _cli_commands()
     if "report" in commands:
-        stages.append(("report", cli + ["report", "--week", week, "--out", str(workdir / "report.md")]))
+        stages.append(
+            ("report", cli + ["report", "--week", week, "--out", str(workdir / "report.md")])
+        )
     else:
         missing.append("report")
     if "export" in commands:
         stages.append(
-            ("export", cli + ["export", "--week", week, "--format", "parquet", "--out", str(workdir / "export")])
+            (
+                "export",
+                cli
+                + [
+                    "export",
+                    "--week",
+                    week,
+                    "--format",
+                    "parquet",
+                    "--out",
+                    str(workdir / "export"),
+                ],
+            )
         )
     else:
         missing.append("export")

@@ -38,8 +38,12 @@ def run(nodes: int, days: int, chunk_s: int, downsample_s: int | None) -> dict:
         settings = PrometheusSettings(scrape_interval_s=60, chunk_s=chunk_s)
         with prometheus_server(work / "data") as server:
             con = open_store(work / "bench.duckdb")
-            report = ingest_prometheus(con, server.url, start, end, settings, downsample_s=downsample_s)
-            counts = row_counts(con, ("gpu_samples", "node_samples", "node_conditions", "gpu_events", "nodes"))
+            report = ingest_prometheus(
+                con, server.url, start, end, settings, downsample_s=downsample_s
+            )
+            counts = row_counts(
+                con, ("gpu_samples", "node_samples", "node_conditions", "gpu_events", "nodes")
+            )
             con.close()
             config = work / "curl.cfg"
             with open(config, "w") as f:
@@ -49,7 +53,11 @@ def run(nodes: int, days: int, chunk_s: int, downsample_s: int | None) -> dict:
             curl_s = {}
             for name, flags in (("plain", []), ("gzip", ["--compressed"])):
                 began = time.perf_counter()
-                subprocess.run(["curl", "--silent", "--fail", *flags, "-K", str(config)], check=True, timeout=3600)
+                subprocess.run(
+                    ["curl", "--silent", "--fail", *flags, "-K", str(config)],
+                    check=True,
+                    timeout=3600,
+                )
                 curl_s[name] = time.perf_counter() - began
         return {
             "nodes": nodes,
@@ -66,7 +74,9 @@ def run(nodes: int, days: int, chunk_s: int, downsample_s: int | None) -> dict:
             # requests asks for gzip, as curl --compressed does; both are shown.
             "curl_s": {k: round(v, 2) for k, v in curl_s.items()},
             "curl_samples_per_s": {k: round(report.samples_fetched / v) for k, v in curl_s.items()},
-            "ingest_over_curl_time_ratio": {k: round(report.seconds / v, 1) for k, v in curl_s.items()},
+            "ingest_over_curl_time_ratio": {
+                k: round(report.seconds / v, 1) for k, v in curl_s.items()
+            },
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -59,7 +59,9 @@ def compute_steps(stdout: str) -> dict[str, float]:
     return steps
 
 
-def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[float, float, float, str]:
+def run_measured(
+    stage: str, argv: list[str], env: dict[str, str]
+) -> tuple[float, float, float, str]:
     """Run a command; return (wall s, CPU s, peak RSS MiB, stdout). Linux reports maxrss in KiB."""
     started = time.perf_counter()
     out_path = Path(env["BENCH_TMP"]) / f"{stage}.out"
@@ -75,13 +77,26 @@ def run_measured(stage: str, argv: list[str], env: dict[str, str]) -> tuple[floa
 def main(argv: list[str] | None = None) -> Path:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--scale", choices=list(SCALES), default="S")
-    parser.add_argument("--workdir", type=Path, default=None, help="Where data and the database go.")
-    parser.add_argument("--data", type=Path, default=None,
-                        help="Reuse landing files simulated earlier for this scale (skips the simulate stage).")
-    parser.add_argument("--results", type=Path, default=Path("bench-results"), help="Folder for <scale>.json.")
-    parser.add_argument("--keep", action="store_true", help="Keep the data and database afterwards.")
-    parser.add_argument("--resume", action="store_true",
-                        help="Keep the stages a failed run of the same --workdir completed; run the rest.")
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="Where data and the database go."
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="Reuse landing files simulated earlier for this scale (skips the simulate stage).",
+    )
+    parser.add_argument(
+        "--results", type=Path, default=Path("bench-results"), help="Folder for <scale>.json."
+    )
+    parser.add_argument(
+        "--keep", action="store_true", help="Keep the data and database afterwards."
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="Keep the stages a failed run of the same --workdir completed; run the rest.",
+    )
     args = parser.parse_args(argv)
     scale = SCALES[args.scale]
     workdir = (args.workdir or Path(f"bench-results/work-{args.scale}")).resolve()
@@ -95,16 +110,38 @@ def main(argv: list[str] | None = None) -> Path:
         workdir.mkdir(parents=True)
     data, db = (args.data.resolve() if args.data else workdir / "landing"), workdir / "fleet.duckdb"
     root = Path(__file__).resolve().parent.parent
-    env = {"GPUFLEET_MEMORY_LIMIT": "6GB", **os.environ, "BENCH_TMP": str(workdir), "GPUFLEET_DB": str(db),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    env = {
+        "GPUFLEET_MEMORY_LIMIT": "6GB",
+        **os.environ,
+        "BENCH_TMP": str(workdir),
+        "GPUFLEET_DB": str(db),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+    }
     cli = [sys.executable, "-m", "pipelines"]
     py = [sys.executable, "-m"]
 
     stages: list[tuple[str, list[str]]] = []
     if args.data is None:
         days = scale["days"] + EXTRA_DAYS
-        stages.append(("simulate", cli + ["simulate", "--nodes", str(scale["nodes"]), "--days", str(days),
-                                          "--seed", "1", "--start", WEEK_START, "--out", str(data)]))
+        stages.append(
+            (
+                "simulate",
+                cli
+                + [
+                    "simulate",
+                    "--nodes",
+                    str(scale["nodes"]),
+                    "--days",
+                    str(days),
+                    "--seed",
+                    "1",
+                    "--start",
+                    WEEK_START,
+                    "--out",
+                    str(data),
+                ],
+            )
+        )
     history = workdir / "history"
     stages += [
         ("deliveries", py + ["benchmarks.deliveries", str(data), str(workdir), str(scale["days"])]),
@@ -144,14 +181,25 @@ def main(argv: list[str] | None = None) -> Path:
         counted = rows if stage in ROW_STAGES else None
         # Rates from the recorded (rounded) times, so the JSON is consistent with itself.
         seconds, cpu = round(seconds, 3), round(cpu, 3)
-        results.append(StageResult(
-            stage, seconds, cpu, round(rss, 1), round(load, 2), counted,
-            round(counted / seconds) if counted and seconds else None,
-            round(counted / cpu) if counted and cpu else None, detail=detail,
-        ))
+        results.append(
+            StageResult(
+                stage,
+                seconds,
+                cpu,
+                round(rss, 1),
+                round(load, 2),
+                counted,
+                round(counted / seconds) if counted and seconds else None,
+                round(counted / cpu) if counted and cpu else None,
+                detail=detail,
+            )
+        )
         with open(workdir / STAGES_LOG, "a") as log:
             log.write(json.dumps(asdict(results[-1])) + "\n")
-        print(f"{stage:<26} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}", flush=True)
+        print(
+            f"{stage:<26} {seconds:9.2f} s wall {cpu:9.2f} s CPU {rss:9.0f} MiB  load {load:5.1f}",
+            flush=True,
+        )
 
     floor = next(r for r in results if r.stage == "floor")
     for r in results:
@@ -160,10 +208,19 @@ def main(argv: list[str] | None = None) -> Path:
     _print_table(args.scale, results, unavailable)
     out = args.results / f"{args.scale}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "scale": args.scale, **scale, "rows": rows, "cores": os.cpu_count(), "unavailable": unavailable,
-        "stages": [asdict(r) for r in results],
-    }, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "scale": args.scale,
+                **scale,
+                "rows": rows,
+                "cores": os.cpu_count(),
+                "unavailable": unavailable,
+                "stages": [asdict(r) for r in results],
+            },
+            indent=2,
+        )
+    )
     print(f"\nWrote {out}")
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -174,23 +231,32 @@ def _landing_rows(data: Path) -> int:
     """gpu_samples + rank_steps rows in the landing Parquet files (from the footers)."""
     import pyarrow.parquet as pq
 
-    return sum(pq.ParquetFile(data / f"{t}.parquet").metadata.num_rows for t in ("gpu_samples", "rank_steps")
-               if (data / f"{t}.parquet").is_file())
+    return sum(
+        pq.ParquetFile(data / f"{t}.parquet").metadata.num_rows
+        for t in ("gpu_samples", "rank_steps")
+        if (data / f"{t}.parquet").is_file()
+    )
 
 
 def _print_table(scale: str, results: list[StageResult], unavailable: list[str]) -> None:
     print(f"\nScale {scale}:")
-    print(f"| {'stage':<26} | {'wall s':>8} | {'CPU s':>8} | {'peak MiB':>8} | {'rows/s':>11} | "
-          f"{'rows/CPU s':>11} | {'x floor':>7} | {'CPU x floor':>11} | {'load':>5} |")
+    print(
+        f"| {'stage':<26} | {'wall s':>8} | {'CPU s':>8} | {'peak MiB':>8} | {'rows/s':>11} | "
+        f"{'rows/CPU s':>11} | {'x floor':>7} | {'CPU x floor':>11} | {'load':>5} |"
+    )
     print("|" + "|".join("-" * w for w in (28, 10, 10, 10, 13, 13, 9, 13, 7)) + "|")
     for r in results:
         rate = f"{r.rows_per_s:,.0f}" if r.rows_per_s else "-"
         cpu_rate = f"{r.rows_per_cpu_s:,.0f}" if r.rows_per_cpu_s else "-"
-        print(f"| {r.stage:<26} | {r.seconds:8.2f} | {r.cpu_s:8.2f} | {r.peak_rss_mib:8.0f} | {rate:>11} | "
-              f"{cpu_rate:>11} | {r.ratio_to_floor:7.2f} | {r.cpu_ratio_to_floor or 0:11.2f} | {r.load_1m:5.1f} |")
+        print(
+            f"| {r.stage:<26} | {r.seconds:8.2f} | {r.cpu_s:8.2f} | {r.peak_rss_mib:8.0f} | {rate:>11} | "
+            f"{cpu_rate:>11} | {r.ratio_to_floor:7.2f} | {r.cpu_ratio_to_floor or 0:11.2f} | {r.load_1m:5.1f} |"
+        )
     for r in results:
         if r.stage.startswith("app_"):
-            print(f"  {r.stage}: warm {r.detail['warm_s']:.3f} s, slowest query {r.detail['slowest_query_s']:.3f} s")
+            print(
+                f"  {r.stage}: warm {r.detail['warm_s']:.3f} s, slowest query {r.detail['slowest_query_s']:.3f} s"
+            )
         if r.stage == "compute" and r.detail.get("steps_s"):
             slowest = sorted(r.detail["steps_s"].items(), key=lambda kv: -kv[1])
             print("  compute steps: " + ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest))
@@ -198,8 +264,10 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
     for update in ("next_hour", "next_day"):
         parts = [by_stage.get(f"update_{update}_{part}") for part in ("ingest", "compute")]
         if all(parts):
-            print(f"  update_{update} (ingest + compute): {sum(p.seconds for p in parts):.2f} s wall, "
-                  f"{sum(p.cpu_s for p in parts):.2f} s CPU")
+            print(
+                f"  update_{update} (ingest + compute): {sum(p.seconds for p in parts):.2f} s wall, "
+                f"{sum(p.cpu_s for p in parts):.2f} s CPU"
+            )
     if unavailable:
         print(f"Not in this checkout yet: {', '.join(unavailable)}.")
 

@@ -53,8 +53,10 @@ def legend_below(fig: go.Figure, y: float = -0.12) -> go.Figure:
     """The legend under the plot, left-aligned: on a half-width chart a legend above the plot
     wraps onto the title; below, plotly grows the bottom margin to fit it. `y` (a share of the
     plot's height) clears tilted tick labels."""
-    fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": y, "yanchor": "top"},
-                      margin={"t": 50, "b": 10})
+    fig.update_layout(
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": y, "yanchor": "top"},
+        margin={"t": 50, "b": 10},
+    )
     return fig
 
 
@@ -108,20 +110,47 @@ def availability_trend(daily: pl.DataFrame) -> go.Figure:
     """Node availability per UTC day (percent) over node-hours lost (bars)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     days = daily["day"].to_list()
-    fig.add_bar(x=days, y=daily["unavailable_node_h"].to_list(), name="Unavailable node-h",
-                marker_color=STATE_COLORS["unavailable"], secondary_y=True, opacity=0.6)
-    fig.add_bar(x=days, y=daily["unknown_node_h"].to_list(), name="Unknown node-h",
-                marker_color=STATE_COLORS["unknown"], secondary_y=True, opacity=0.6)
-    fig.add_scatter(x=days, y=(daily["availability"] * 100).to_list(), name="Availability %",
-                    mode="lines+markers", line={"color": "#111"}, secondary_y=False)
+    fig.add_bar(
+        x=days,
+        y=daily["unavailable_node_h"].to_list(),
+        name="Unavailable node-h",
+        marker_color=STATE_COLORS["unavailable"],
+        secondary_y=True,
+        opacity=0.6,
+    )
+    fig.add_bar(
+        x=days,
+        y=daily["unknown_node_h"].to_list(),
+        name="Unknown node-h",
+        marker_color=STATE_COLORS["unknown"],
+        secondary_y=True,
+        opacity=0.6,
+    )
+    fig.add_scatter(
+        x=days,
+        y=(daily["availability"] * 100).to_list(),
+        name="Availability %",
+        mode="lines+markers",
+        line={"color": "#111"},
+        secondary_y=False,
+    )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
     low, high = availability_range((daily["availability"] * 100).to_list())
-    fig.update_yaxes(title_text="availability %", secondary_y=False, range=[low, high],
-                     dtick=nice_step(high - low))
+    fig.update_yaxes(
+        title_text="availability %",
+        secondary_y=False,
+        range=[low, high],
+        dtick=nice_step(high - low),
+    )
     lost = column_max(daily["unavailable_node_h"] + daily["unknown_node_h"])
-    fig.update_yaxes(title_text="node-hours lost", secondary_y=True, showgrid=False,
-                     rangemode="tozero", dtick=nice_step(lost))
+    fig.update_yaxes(
+        title_text="node-hours lost",
+        secondary_y=True,
+        showgrid=False,
+        rangemode="tozero",
+        dtick=nice_step(lost),
+    )
     return legend_below(_layout(fig, "Node availability per day"))
 
 
@@ -129,14 +158,25 @@ def jobs_trend(daily: pl.DataFrame) -> go.Figure:
     """Eligible jobs that ended per day: succeeded vs not."""
     fig = go.Figure()
     days = daily["day"].to_list()
-    fig.add_bar(x=days, y=daily["succeeded_jobs"].to_list(), name="Succeeded",
-                marker_color=CATEGORY_COLORS["productive"])
-    fig.add_bar(x=days, y=(daily["eligible_jobs"] - daily["succeeded_jobs"]).to_list(),
-                name="Failed (failed, node_fail, timeout, oom)", marker_color=STATE_COLORS["unavailable"])
+    fig.add_bar(
+        x=days,
+        y=daily["succeeded_jobs"].to_list(),
+        name="Succeeded",
+        marker_color=CATEGORY_COLORS["productive"],
+    )
+    fig.add_bar(
+        x=days,
+        y=(daily["eligible_jobs"] - daily["succeeded_jobs"]).to_list(),
+        name="Failed (failed, node_fail, timeout, oom)",
+        marker_color=STATE_COLORS["unavailable"],
+    )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(tickformat=DAY_TICKS, dtick=86_400_000)
-    fig.update_yaxes(title_text="jobs ended", rangemode="tozero",
-                     dtick=count_tick(cast(int | None, daily["eligible_jobs"].max())))
+    fig.update_yaxes(
+        title_text="jobs ended",
+        rangemode="tozero",
+        dtick=count_tick(cast(int | None, daily["eligible_jobs"].max())),
+    )
     return _layout(fig, "Jobs ended per day")
 
 
@@ -161,15 +201,23 @@ def goodput_waterfall(stack: dict[str, float]) -> go.Figure:
         value = float(stack[column] or 0.0)
         labels.append(label)
         measures.append(measure)
-        values.append(value if measure == "absolute" else (-value if measure == "relative" else 0.0))
+        values.append(
+            value if measure == "absolute" else (-value if measure == "relative" else 0.0)
+        )
         texts.append(f"{value:,.0f}")
-    fig = go.Figure(go.Waterfall(
-        x=labels, y=values, measure=measures, text=texts, textposition="outside",
-        decreasing={"marker": {"color": STATE_COLORS["unavailable"]}},
-        totals={"marker": {"color": CATEGORY_COLORS["productive"]}},
-        increasing={"marker": {"color": "#1f77b4"}},
-        connector={"line": {"color": "#bbb"}},
-    ))
+    fig = go.Figure(
+        go.Waterfall(
+            x=labels,
+            y=values,
+            measure=measures,
+            text=texts,
+            textposition="outside",
+            decreasing={"marker": {"color": STATE_COLORS["unavailable"]}},
+            totals={"marker": {"color": CATEGORY_COLORS["productive"]}},
+            increasing={"marker": {"color": "#1f77b4"}},
+            connector={"line": {"color": "#bbb"}},
+        )
+    )
     fig.update_yaxes(title_text="GPU-hours")
     return _layout(fig, "Where the GPU-hours went (goodput stack)", height=360)
 
@@ -184,30 +232,63 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
     """Failed attempts by cause (bars coloured by failure class), most frequent first,
     with the cumulative share of all failed attempts."""
     # Axis labels stay short (`XID 79`); the hover names the cause in full.
-    labels = [plain(cause.split(" (")[0] if cause.startswith("XID") else cause) for cause in pareto["cause"]]
-    labels = [f"{label} [{c}]" if labels.count(label) > 1 else label
-              for label, c in zip(labels, pareto["failure_class"])]
+    labels = [
+        plain(cause.split(" (")[0] if cause.startswith("XID") else cause)
+        for cause in pareto["cause"]
+    ]
+    labels = [
+        f"{label} [{c}]" if labels.count(label) > 1 else label
+        for label, c in zip(labels, pareto["failure_class"])
+    ]
     framed = pareto.with_columns(label=pl.Series(labels))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for failure_class in framed["failure_class"].unique(maintain_order=True).to_list():
         part = framed.filter(pl.col("failure_class") == failure_class)
-        fig.add_bar(x=part["label"].to_list(), y=part["attempts"].to_list(), name=failure_class,
-                    marker_color=CLASS_COLORS.get(failure_class, "#999"), secondary_y=False,
-                    customdata=list(zip(map(plain, part["cause"].to_list()), part["gpu_h"].to_list())),
-                    hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
-                                  "%{customdata[1]:,.1f} GPU-h<extra></extra>")
-    fig.add_scatter(x=labels, y=(pareto["cum_share"] * 100).to_list(), name="cumulative %",
-                    mode="lines+markers", line={"color": "#111"}, secondary_y=True)
+        fig.add_bar(
+            x=part["label"].to_list(),
+            y=part["attempts"].to_list(),
+            name=failure_class,
+            marker_color=CLASS_COLORS.get(failure_class, "#999"),
+            secondary_y=False,
+            customdata=list(zip(map(plain, part["cause"].to_list()), part["gpu_h"].to_list())),
+            hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
+            "%{customdata[1]:,.1f} GPU-h<extra></extra>",
+        )
+    fig.add_scatter(
+        x=labels,
+        y=(pareto["cum_share"] * 100).to_list(),
+        name="cumulative %",
+        mode="lines+markers",
+        line={"color": "#111"},
+        secondary_y=True,
+    )
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
-    fig.update_yaxes(title_text="failed attempts", secondary_y=False, rangemode="tozero",
-                     dtick=count_tick(cast(int | None, pareto["attempts"].max())))
-    fig.update_yaxes(title_text="cumulative %", range=[0, 105], dtick=25, secondary_y=True,
-                     showgrid=False, tickmode="linear")
+    fig.update_yaxes(
+        title_text="failed attempts",
+        secondary_y=False,
+        rangemode="tozero",
+        dtick=count_tick(cast(int | None, pareto["attempts"].max())),
+    )
+    fig.update_yaxes(
+        title_text="cumulative %",
+        range=[0, 105],
+        dtick=25,
+        secondary_y=True,
+        showgrid=False,
+        tickmode="linear",
+    )
     return legend_below(_layout(fig, "Failed attempts by cause (Pareto)", height=440), y=-0.35)
 
 
-def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str], title: str,
-             hover: str | None = None, height: int = 220) -> go.Figure:
+def timeline(
+    frame: pl.DataFrame,
+    lane: str,
+    color: str,
+    colors: dict[str, str],
+    title: str,
+    hover: str | None = None,
+    height: int = 220,
+) -> go.Figure:
     """Horizontal bars [start_ts, end_ts) per lane, colored by a category column."""
     fig = go.Figure()
     for category in frame[color].unique(maintain_order=True).to_list():
@@ -215,11 +296,18 @@ def timeline(frame: pl.DataFrame, lane: str, color: str, colors: dict[str, str],
         starts = part["start_ts"].to_list()
         widths = [(e - s).total_seconds() * 1000 for s, e in zip(starts, part["end_ts"].to_list())]
         fig.add_bar(
-            base=starts, x=widths, y=[plain(v) for v in part[lane].cast(pl.String).to_list()], orientation="h",
-            name=str(category), marker_color=colors.get(str(category), "#999"),
+            base=starts,
+            x=widths,
+            y=[plain(v) for v in part[lane].cast(pl.String).to_list()],
+            orientation="h",
+            name=str(category),
+            marker_color=colors.get(str(category), "#999"),
             customdata=[plain(v) for v in part[hover].to_list()] if hover else None,
-            hovertemplate=(f"{category}<br>%{{base|%Y-%m-%d %H:%M}} + %{{x:,.0f}} ms"
-                           + ("<br>%{customdata}" if hover else "") + "<extra></extra>"),
+            hovertemplate=(
+                f"{category}<br>%{{base|%Y-%m-%d %H:%M}} + %{{x:,.0f}} ms"
+                + ("<br>%{customdata}" if hover else "")
+                + "<extra></extra>"
+            ),
         )
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(type="date", tickformat=TIME_TICKS)
@@ -245,16 +333,22 @@ def _with_gaps(samples: pl.DataFrame, bucket_s: int) -> pl.DataFrame:
     return pl.concat([samples, breaks], how="diagonal_relaxed").sort("gpu", "bucket_ts")
 
 
-def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str,
-               bucket_s: int = 900) -> go.Figure:
+def gpu_metric(
+    samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str, bucket_s: int = 900
+) -> go.Figure:
     """One line per GPU (bucket means; gaps left empty); the node's anomaly spans shaded."""
     fig = go.Figure()
     samples = _with_gaps(samples, bucket_s)
     for gpu in sorted(samples["gpu"].unique().to_list()):
         part = samples.filter(pl.col("gpu") == gpu)
         # numpy arrays: plotly validates and encodes them in one step (lists go point by point).
-        fig.add_scatter(x=_utc_naive(part["bucket_ts"]), y=part["value"].to_numpy(), mode="lines",
-                        name=f"gpu {gpu}", line={"width": 1.5})
+        fig.add_scatter(
+            x=_utc_naive(part["bucket_ts"]),
+            y=part["value"].to_numpy(),
+            mode="lines",
+            name=f"gpu {gpu}",
+            line={"width": 1.5},
+        )
     horizon = cast(datetime | None, samples["bucket_ts"].max()) if not samples.is_empty() else None
     # Spans are shaded without text: overlapping findings stacked their labels into an unreadable
     # pile. Each span gets a marker on the top edge instead, named on hover, one legend entry per
@@ -266,17 +360,31 @@ def gpu_metric(samples: pl.DataFrame, anomalies: pl.DataFrame, metric_label: str
             continue
         where = f"gpu {row['gpu']}" if row["gpu"] is not None else "node"
         color = SEVERITY_COLORS.get(row["severity"], "#999")
-        fig.add_vrect(x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=color, opacity=0.15, line_width=0)
+        fig.add_vrect(
+            x0=_naive(row["start_ts"]), x1=_naive(end), fillcolor=color, opacity=0.15, line_width=0
+        )
         starts, texts = markers.setdefault(row["severity"], ([], []))
         starts.append(_naive(row["start_ts"]))
         texts.append(plain(f"{row['kind']} ({where}), {row['severity']}"))
     for severity, (starts, texts) in markers.items():
-        fig.add_scatter(x=starts, y=[1.0] * len(starts), yaxis="y2", mode="markers", name=f"{severity} finding",
-                        marker={"symbol": "triangle-down", "size": 10,
-                                "color": SEVERITY_COLORS.get(severity, "#999")},
-                        hovertext=texts, hovertemplate="%{hovertext}<br>from %{x|%a %d %H:%M} UTC<extra></extra>")
+        fig.add_scatter(
+            x=starts,
+            y=[1.0] * len(starts),
+            yaxis="y2",
+            mode="markers",
+            name=f"{severity} finding",
+            marker={
+                "symbol": "triangle-down",
+                "size": 10,
+                "color": SEVERITY_COLORS.get(severity, "#999"),
+            },
+            hovertext=texts,
+            hovertemplate="%{hovertext}<br>from %{x|%a %d %H:%M} UTC<extra></extra>",
+        )
     if markers:
-        fig.update_layout(yaxis2={"overlaying": "y", "range": [0, 1.02], "visible": False, "fixedrange": True})
+        fig.update_layout(
+            yaxis2={"overlaying": "y", "range": [0, 1.02], "visible": False, "fixedrange": True}
+        )
     fig.update_layout(yaxis_title_text=metric_label)
     return _layout(fig, metric_label, height=340)
 
@@ -286,9 +394,14 @@ def goodput_breakdown(job: dict[str, float]) -> go.Figure:
     fig = go.Figure()
     for category, color in CATEGORY_COLORS.items():
         seconds = float(job.get(f"{category}_s") or 0.0)
-        fig.add_bar(x=[seconds / 3600], y=["wall"], orientation="h", name=category,
-                    marker_color=color,
-                    hovertemplate=f"{category}: %{{x:.2f}} h<extra></extra>")
+        fig.add_bar(
+            x=[seconds / 3600],
+            y=["wall"],
+            orientation="h",
+            name=category,
+            marker_color=color,
+            hovertemplate=f"{category}: %{{x:.2f}} h<extra></extra>",
+        )
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text="hours")
     return _layout(fig, "Goodput breakdown of the job's wall time", height=200)
@@ -301,16 +414,32 @@ def rank_heatmap(cells: pl.DataFrame, episodes: pl.DataFrame | None = None) -> g
     steps = sorted(cells["step_bucket"].unique().to_list())
     grid = cells.pivot(on="step_bucket", index="rank", values="ratio").sort("rank")
     z = [[row.get(str(s)) for s in steps] for row in grid.iter_rows(named=True)]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=steps, y=ranks, colorscale="RdYlGn_r", zmid=1.0,
-        colorbar={"title": "ratio"},
-        hovertemplate="rank %{y}<br>step %{x}<br>ratio %{z:.3f}<extra></extra>",
-    ))
-    for e in ([] if episodes is None else episodes.iter_rows(named=True)):
-        fig.add_shape(type="rect", x0=e["first_step"], x1=e["last_step"], y0=e["rank"] - 0.5,
-                      y1=e["rank"] + 0.5, line={"color": "black", "width": 2}, fillcolor="rgba(0,0,0,0)")
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=steps,
+            y=ranks,
+            colorscale="RdYlGn_r",
+            zmid=1.0,
+            colorbar={"title": "ratio"},
+            hovertemplate="rank %{y}<br>step %{x}<br>ratio %{z:.3f}<extra></extra>",
+        )
+    )
+    for e in [] if episodes is None else episodes.iter_rows(named=True):
+        fig.add_shape(
+            type="rect",
+            x0=e["first_step"],
+            x1=e["last_step"],
+            y0=e["rank"] - 0.5,
+            y1=e["rank"] + 0.5,
+            line={"color": "black", "width": 2},
+            fillcolor="rgba(0,0,0,0)",
+        )
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="rank", autorange="reversed")
-    return _layout(fig, "Slowdown ratio per rank and step (1.0 = the step's median rank; "
-                        "boxes: straggler episodes)",
-                   height=max(260, min(700, 14 * len(ranks) + 120)))
+    return _layout(
+        fig,
+        "Slowdown ratio per rank and step (1.0 = the step's median rank; "
+        "boxes: straggler episodes)",
+        height=max(260, min(700, 14 * len(ranks) + 120)),
+    )

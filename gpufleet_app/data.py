@@ -110,7 +110,8 @@ class Reader:
             last_good = _last_good_get(key)
             if last_good is None:
                 raise DatabaseBusyError(
-                    e.title, "Reload the page once it is closed; the dashboard reads the file again then."
+                    e.title,
+                    "Reload the page once it is closed; the dashboard reads the file again then.",
                 ) from None
             self.stale = True
             self.busy_title = e.title

@@ -45,7 +45,9 @@ def delta_pp(current: float | None, previous: float | None) -> str | None:
     return f"{(current - previous) * 100:+.2f} pp"
 
 
-def delta(current: float | None, previous: float | None, unit: str = "", digits: int = 1) -> str | None:
+def delta(
+    current: float | None, previous: float | None, unit: str = "", digits: int = 1
+) -> str | None:
     """Plain difference with a unit: 2.5 vs 1.0 h → `+1.5 h`."""
     if _missing(current) or _missing(previous):
         return None

@@ -18,8 +18,12 @@ RATE_BUCKET_S = 3600
 REASON_FIELDS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS")
 
 
-NVLINK_COUNTERS = ("NVLink CRC flit errors", "NVLink CRC data errors", "NVLink replay errors",
-                   "NVLink recovery errors")
+NVLINK_COUNTERS = (
+    "NVLink CRC flit errors",
+    "NVLink CRC data errors",
+    "NVLink replay errors",
+    "NVLink recovery errors",
+)
 NIC_COUNTERS = ("NIC link errors",)
 """Counters of node_counter_rates.sql shown in the NVLink and network panels, not with ECC/PCIe."""
 
@@ -36,14 +40,15 @@ def node_sections(params: dict[str, Any]) -> None:
     gpu_identities(params)
 
 
-def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC, PCIe replay") -> None:
+def counter_rates(
+    rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC, PCIe replay"
+) -> None:
     """The chart and table of the counters in `rates` (rows of node_counter_rates.sql)."""
     if rates.is_empty():
         st.info(f"This node reports none of these counters ({what}) this week.")
         return
-    totals = (
-        rates.group_by("counter", "gpu", maintain_order=True)
-        .agg(increase=pl.col("increase").sum(), peak_per_hour=pl.col("per_hour").max())
+    totals = rates.group_by("counter", "gpu", maintain_order=True).agg(
+        increase=pl.col("increase").sum(), peak_per_hour=pl.col("per_hour").max()
     )
     moved = totals.filter(pl.col("increase") > 0)
     flat = sorted(set(totals["counter"]) - set(moved["counter"]))
@@ -52,8 +57,12 @@ def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC
         return
     st.plotly_chart(figures.counter_rates(rates, RATE_BUCKET_S), key=f"{key}_rates")
     ui.table(
-        moved.select("counter", pl.col("gpu").cast(pl.String).fill_null("node").alias("gpu"),
-                     "increase", "peak_per_hour"),
+        moved.select(
+            "counter",
+            pl.col("gpu").cast(pl.String).fill_null("node").alias("gpu"),
+            "increase",
+            "peak_per_hour",
+        ),
         key=f"{key}_totals",
         column_config={
             "increase": st.column_config.NumberColumn("increase this week", format="%.0f"),
@@ -64,8 +73,10 @@ def counter_rates(rates: pl.DataFrame, *, key: str = "counter", what: str = "ECC
         st.caption(f"Flat all week: {', '.join(flat)}.")
 
 
-RATE_NOTE = ("How fast each counter went up, per UTC hour, never its cumulative total. A drop is a "
-             "counter reset (reboot, GPU reset) and counts as the new value, never as a negative rate.")
+RATE_NOTE = (
+    "How fast each counter went up, per UTC hour, never its cumulative total. A drop is a "
+    "counter reset (reboot, GPU reset) and counts as the new value, never as a negative rate."
+)
 
 
 def gpu_counters(rates: pl.DataFrame) -> None:
@@ -82,8 +93,10 @@ def nvlink(params: dict[str, Any], errors: pl.DataFrame) -> None:
         st.caption("This node reports no `DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL` this week.")
     else:
         st.plotly_chart(figures.nvlink_traffic(traffic, RATE_BUCKET_S), key="nvlink_traffic")
-        st.caption("The bandwidth counter's increase per UTC hour as MiB/s (reset-safe). A GPU far "
-                   "below its peers while they exchange data points at a degraded link.")
+        st.caption(
+            "The bandwidth counter's increase per UTC hour as MiB/s (reset-safe). A GPU far "
+            "below its peers while they exchange data points at a degraded link."
+        )
     counter_rates(errors, key="nvlink", what="NVLink CRC, replay, recovery")
 
 
@@ -99,8 +112,10 @@ def network(params: dict[str, Any], errors: pl.DataFrame) -> None:
         if short.height:
             st.warning(f"Fewer links up than expected in {short.height} hour(s) this week.")
         else:
-            st.caption("Links up per UTC hour (fewest and most in the hour's scrapes) against the "
-                       "node's expected count (`nodes.nic_expected`).")
+            st.caption(
+                "Links up per UTC hour (fewest and most in the hour's scrapes) against the "
+                "node's expected count (`nodes.nic_expected`)."
+            )
     counter_rates(errors, key="nic", what="NIC link errors")
 
 
@@ -127,9 +142,15 @@ def clock_reasons(params: dict[str, Any]) -> None:
         .pivot(on="reason", index="gpu_label", values="active_h", aggregate_function="sum")
         .fill_null(0.0)
     )
-    ui.table(grid.rename({"gpu_label": "gpu"}), key="clock_reason_hours", column_config={
-        c: st.column_config.NumberColumn(f"{c} (h)", format="%.2f") for c in grid.columns if c != "gpu_label"
-    })
+    ui.table(
+        grid.rename({"gpu_label": "gpu"}),
+        key="clock_reason_hours",
+        column_config={
+            c: st.column_config.NumberColumn(f"{c} (h)", format="%.2f")
+            for c in grid.columns
+            if c != "gpu_label"
+        },
+    )
 
 
 def gpu_identities(params: dict[str, Any]) -> None:
@@ -142,16 +163,30 @@ def gpu_identities(params: dict[str, Any]) -> None:
         st.info("No DCGM sample from this node names its GPUs' UUIDs.")
         return
     swapped = gpus.filter(pl.len().over("gpu") > 1)["gpu"].unique().sort().to_list()
-    ui.table(gpus, key="gpu_identities", column_config={
-        "uuid": st.column_config.TextColumn("UUID"),
-        "first_ts": st.column_config.DatetimeColumn("first seen (UTC)", format="YYYY-MM-DD HH:mm"),
-        "last_ts": st.column_config.DatetimeColumn("last seen (UTC)", format="YYYY-MM-DD HH:mm"),
-    })
+    ui.table(
+        gpus,
+        key="gpu_identities",
+        column_config={
+            "uuid": st.column_config.TextColumn("UUID"),
+            "first_ts": st.column_config.DatetimeColumn(
+                "first seen (UTC)", format="YYYY-MM-DD HH:mm"
+            ),
+            "last_ts": st.column_config.DatetimeColumn(
+                "last seen (UTC)", format="YYYY-MM-DD HH:mm"
+            ),
+        },
+    )
     notes = ["UUIDs from DCGM (`UUID` label); serial numbers are not in the landing data."]
     if swapped:
-        notes.append(f"GPU {', '.join(map(str, swapped))}: more than one UUID, the GPU was swapped.")
+        notes.append(
+            f"GPU {', '.join(map(str, swapped))}: more than one UUID, the GPU was swapped."
+        )
     st.caption(" ".join(notes) + f" Last sample {fmt.timestamp(gpus['last_ts'].max())}.")
 
 
 def _node_params(params: dict[str, Any]) -> dict[str, Any]:
-    return {"node": params["node"], "week_start": params["week_start"], "week_end": params["week_end"]}
+    return {
+        "node": params["node"],
+        "week_start": params["week_start"],
+        "week_end": params["week_end"],
+    }

@@ -72,19 +72,29 @@ def section(filters: ui.Filters, trend: pl.DataFrame) -> None:
             pl.col("cluster").replace({"*": "all clusters"}),
             *[(pl.col(c) * 100).alias(c) if ratio else pl.col(c) for c, _, ratio in metrics],
         )
-        ui.table(shown, key="trend_table", column_config={
-            column: st.column_config.NumberColumn(title, format="%.2f" if ratio else "%.1f")
-            for column, title, ratio in metrics
-        })
+        ui.table(
+            shown,
+            key="trend_table",
+            column_config={
+                column: st.column_config.NumberColumn(title, format="%.2f" if ratio else "%.1f")
+                for column, title, ratio in metrics
+            },
+        )
 
 
 def failure_pareto(container, pareto: pl.DataFrame) -> None:
     """The failure Pareto, counted by attempts or weighted by the GPU-hours they lost."""
     asked = ui.url_param("pareto")
-    weight = container.segmented_control(
-        "Weight failures by", list(PARETO_WEIGHTS), format_func=PARETO_WEIGHTS.get,
-        default=asked if asked in PARETO_WEIGHTS else "attempts", key="pareto_weight",
-    ) or "attempts"
+    weight = (
+        container.segmented_control(
+            "Weight failures by",
+            list(PARETO_WEIGHTS),
+            format_func=PARETO_WEIGHTS.get,
+            default=asked if asked in PARETO_WEIGHTS else "attempts",
+            key="pareto_weight",
+        )
+        or "attempts"
+    )
     ui.set_url(pareto=None if weight == "attempts" else weight)
     if weight == "attempts":
         container.plotly_chart(charts.failure_pareto(pareto), key="failure_pareto")
@@ -123,10 +133,17 @@ def goodput_groups(filters: ui.Filters) -> None:
         column.markdown(f"**Per {grouping}**")
         ui.table(
             part.select(
-                pl.col("name").alias(grouping), "jobs", (pl.col("goodput") * 100).alias("goodput_pct"),
+                pl.col("name").alias(grouping),
+                "jobs",
+                (pl.col("goodput") * 100).alias("goodput_pct"),
                 "allocated_gpu_h",
-                "productive_gpu_h", "init_gpu_h", "checkpoint_gpu_h", "wasted_gpu_h", "other_gpu_h",
+                "productive_gpu_h",
+                "init_gpu_h",
+                "checkpoint_gpu_h",
+                "wasted_gpu_h",
+                "other_gpu_h",
             ),
-            container=column, key=f"goodput_{grouping}",
+            container=column,
+            key=f"goodput_{grouping}",
             column_config=GROUP_COLUMNS,
         )

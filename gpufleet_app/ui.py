@@ -16,9 +16,17 @@ from pipelines.weeks import IsoWeek
 
 ALL_CLUSTERS = "*"
 REQUIRED_VIEWS = derived(
-    "node_state_intervals", "node_availability_daily", "fleet_availability_daily", "job_outcomes",
-    "attempt_outcomes", "job_goodput", "goodput_segments", "goodput_stack", "rank_slowdown",
-    "anomalies", "node_cost",
+    "node_state_intervals",
+    "node_availability_daily",
+    "fleet_availability_daily",
+    "job_outcomes",
+    "attempt_outcomes",
+    "job_goodput",
+    "goodput_segments",
+    "goodput_stack",
+    "rank_slowdown",
+    "anomalies",
+    "node_cost",
 )
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
@@ -116,7 +124,9 @@ class Filters:
     @property
     def cluster_label(self) -> str:
         """For Markdown: the cluster name is escaped."""
-        return "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {fmt.text(self.cluster)}"
+        return (
+            "all clusters" if self.cluster == ALL_CLUSTERS else f"cluster {fmt.text(self.cluster)}"
+        )
 
 
 def default_week(weeks: list[tuple[str, int]]) -> str:
@@ -147,7 +157,9 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
     chosen = wanted or default_week(weeks)
     left, right, _ = st.columns([3, 2, 4])
     week = left.selectbox(
-        "ISO week (UTC)", names, index=names.index(chosen),
+        "ISO week (UTC)",
+        names,
+        index=names.index(chosen),
         format_func=week_label,
     )
     cluster = ALL_CLUSTERS
@@ -159,7 +171,9 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
             st.warning(f"Unknown cluster “{fmt.text(asked)}”; showing all clusters.")
             asked = None
         cluster = right.selectbox(
-            "Cluster", options, index=options.index(asked or ALL_CLUSTERS),
+            "Cluster",
+            options,
+            index=options.index(asked or ALL_CLUSTERS),
             format_func=lambda c: "All clusters" if c == ALL_CLUSTERS else c,
         )
     set_url(week=week, cluster=None if cluster == ALL_CLUSTERS else cluster)
@@ -185,12 +199,18 @@ def sidebar_status() -> None:
             f"Data version {status['data_version']}, last load {status['loaded_at']:%Y-%m-%d %H:%M} UTC"
         )
     if reader.stale:
-        st.sidebar.warning("Another program holds the database open for writing; these are the numbers from before.")
+        st.sidebar.warning(
+            "Another program holds the database open for writing; these are the numbers from before."
+        )
     try:
         versions = data.query("derived_version").row(0, named=True)
     except GpufleetError:  # no compute log: derived tables made by hand, nothing to compare
         versions = None
-    if versions and versions["computed_version"] is not None and versions["computed_version"] != versions["data_version"]:
+    if (
+        versions
+        and versions["computed_version"] is not None
+        and versions["computed_version"] != versions["data_version"]
+    ):
         st.sidebar.warning(
             f"Raw data changed since the last compute (the numbers were built from data version "
             f"{versions['computed_version']}; the database holds version {versions['data_version']}). "
@@ -222,9 +242,11 @@ def stale_notice() -> None:
 
 NODE_LOSS_COLUMNS = {
     "cost_gpu_h": st.column_config.NumberColumn(
-        "cost GPU-h", format="%.1f",
+        "cost GPU-h",
+        format="%.1f",
         help="GPU-hours jobs lost because of the node this week (node_cost): failures, straggler drag, "
-             "time it was down while jobs waited."),
+        "time it was down while jobs waited.",
+    ),
     "availability_pct": st.column_config.NumberColumn("availability", format="%.2f %%"),
     "unavailable_gpu_h": st.column_config.NumberColumn("unavailable GPU-h", format="%.1f"),
     "unknown_gpu_h": st.column_config.NumberColumn("unknown GPU-h", format="%.1f"),
@@ -236,12 +258,20 @@ def table(frame: pl.DataFrame, *, container=None, column_config: dict | None = N
     """st.dataframe with the house style: full width, no index, UTC timestamps to the minute,
     a missing value shown as `—` in every column (as on the metric cards), never `None`."""
     config = {
-        name: st.column_config.DatetimeColumn(name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
-                                              format="YYYY-MM-DD HH:mm")
+        name: st.column_config.DatetimeColumn(
+            name.removesuffix("_ts") + " (UTC)" if name != "ts" else "time (UTC)",
+            format="YYYY-MM-DD HH:mm",
+        )
         for name, dtype in frame.schema.items()
         if isinstance(dtype, pl.Datetime)
     }
     config.update(column_config or {})
     target = container or st
-    return target.dataframe(frame, hide_index=True, width="stretch", column_config=config,
-                            placeholder=fmt.MISSING, **kwargs)
+    return target.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config=config,
+        placeholder=fmt.MISSING,
+        **kwargs,
+    )

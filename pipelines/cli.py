@@ -109,15 +109,20 @@ def global_options_first(argv: list[str]) -> list[str]:
 def main_options(
     ctx: typer.Context,
     db: Annotated[
-        str | None, typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb).")
+        str | None,
+        typer.Option("--db", help="DuckDB file (default: $GPUFLEET_DB or fleet.duckdb)."),
     ] = None,
     config: Annotated[
         str | None,
-        typer.Option("--config", help="Settings file (default: $GPUFLEET_CONFIG, else ./gpufleet.toml)."),
+        typer.Option(
+            "--config", help="Settings file (default: $GPUFLEET_CONFIG, else ./gpufleet.toml)."
+        ),
     ] = None,
     version: Annotated[
         bool,
-        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     global _database
@@ -136,8 +141,10 @@ def _writing(ctx: typer.Context, command: str, *, create: bool) -> Iterator[Writ
 
 def _print_loads(results) -> None:
     for r in results:
-        line = (f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new  "
-                f"{r.rows_updated:>10,} updated  {r.rows_unchanged:>12,} unchanged")
+        line = (
+            f"{r.table:<16} {r.rows_in:>12,} rows read  {r.rows_new:>12,} new  "
+            f"{r.rows_updated:>10,} updated  {r.rows_unchanged:>12,} unchanged"
+        )
         if r.repeats_skipped:
             line += f"  ({r.repeats_skipped:,} repeated records skipped)"
         if r.clipped:
@@ -153,14 +160,19 @@ def ingest_files_cmd(
     folder: Annotated[Path, typer.Argument(help="Folder of <table>.csv|.jsonl|.parquet files.")],
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import FilesSource
 
-    with _writing(ctx, "ingest files", create=True) as session, console.status(f"Loading {folder} ..."):
+    with (
+        _writing(ctx, "ingest files", create=True) as session,
+        console.status(f"Loading {folder} ..."),
+    ):
         report = FilesSource(folder, cluster=cluster).ingest(session.con)
     _print_report(report)
 
@@ -186,24 +198,46 @@ def _source_settings(ctx: typer.Context, source: type[Source]) -> Any:
 @ingest_app.command("prometheus")
 def ingest_prometheus_cmd(
     ctx: typer.Context,
-    url: Annotated[str, typer.Option(envvar="GPUFLEET_PROM_URL", help="Prometheus-compatible API root, e.g. http://prometheus:9090.")],
-    start: Annotated[str, typer.Option(help="First instant: RFC 3339 (2026-11-23T00:00:00Z) or relative (-7d).")],
-    end: Annotated[str, typer.Option(help="End instant (exclusive): RFC 3339, relative, or `now`.")] = "now",
-    insecure: Annotated[bool, typer.Option("--insecure", help="Do not verify the server's TLS certificate.")] = False,
+    url: Annotated[
+        str,
+        typer.Option(
+            envvar="GPUFLEET_PROM_URL",
+            help="Prometheus-compatible API root, e.g. http://prometheus:9090.",
+        ),
+    ],
+    start: Annotated[
+        str, typer.Option(help="First instant: RFC 3339 (2026-11-23T00:00:00Z) or relative (-7d).")
+    ],
+    end: Annotated[
+        str, typer.Option(help="End instant (exclusive): RFC 3339, relative, or `now`.")
+    ] = "now",
+    insecure: Annotated[
+        bool, typer.Option("--insecure", help="Do not verify the server's TLS certificate.")
+    ] = False,
     downsample: Annotated[
         int | None,
-        typer.Option(help="Push aggregation down to the server: one point per this many seconds per series."),
+        typer.Option(
+            help="Push aggregation down to the server: one point per this many seconds per series."
+        ),
     ] = None,
-    full: Annotated[bool, typer.Option("--full", help="Ignore the stored watermarks and fetch the whole window.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Ignore the stored watermarks and fetch the whole window."),
+    ] = False,
     allow_partial: Annotated[
         bool,
-        typer.Option("--allow-partial", help="Load what a store answers only in part, and record those windows "
-                     "as incomplete (re-fetched by later runs)."),
+        typer.Option(
+            "--allow-partial",
+            help="Load what a store answers only in part, and record those windows "
+            "as incomplete (re-fetched by later runs).",
+        ),
     ] = False,
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
@@ -217,10 +251,20 @@ def ingest_prometheus_cmd(
 
     settings = _source_settings(ctx, PrometheusSource)
     start_ts, end_ts = parse_time(start), parse_time(end)
-    with _writing(ctx, "ingest prometheus", create=True) as session, console.status("Fetching ...") as status:
+    with (
+        _writing(ctx, "ingest prometheus", create=True) as session,
+        console.status("Fetching ...") as status,
+    ):
         run = PrometheusSource(
-            url, start_ts, end_ts, settings, insecure=insecure, downsample_s=downsample, full=full,
-            allow_partial=allow_partial, cluster=cluster,
+            url,
+            start_ts,
+            end_ts,
+            settings,
+            insecure=insecure,
+            downsample_s=downsample,
+            full=full,
+            allow_partial=allow_partial,
+            cluster=cluster,
             progress=lambda msg: status.update(f"Fetching {msg} ..."),
         ).ingest(session.con)
     _print_report(run)
@@ -229,7 +273,9 @@ def ingest_prometheus_cmd(
     from pipelines.sources.prometheus import count, partial_summary
 
     partial = f", {count(len(report.partial), 'chunk')} partial" if report.partial else ""
-    refilled = f", {count(report.refilled, 'incomplete window')} now complete" if report.refilled else ""
+    refilled = (
+        f", {count(report.refilled, 'incomplete window')} now complete" if report.refilled else ""
+    )
     out.print(
         f"Fetched {report.samples_fetched:,} samples in {report.requests_made:,} requests, "
         f"{report.seconds:.1f} s ({rate:,.0f} samples/s){partial}{refilled}."
@@ -244,14 +290,21 @@ def ingest_prometheus_cmd(
 @ingest_app.command("sacct")
 def ingest_sacct_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Output of `TZ=UTC sacct --parsable2 --duplicates --format=...` (docs/sources.md).")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Output of `TZ=UTC sacct --parsable2 --duplicates --format=...` (docs/sources.md)."
+        ),
+    ],
     delimiter: Annotated[
         str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
     ] = "|",
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
@@ -265,15 +318,22 @@ def ingest_sacct_cmd(
 @ingest_app.command("kube-jobs")
 def ingest_kube_jobs_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Output of `kubectl get jobs,pytorchjobs,pods -A -o json`.")],
-    user_label: Annotated[str, typer.Option(help="Pod/job label naming the user.")] = "gpufleet.io/user",
+    file: Annotated[
+        Path, typer.Argument(help="Output of `kubectl get jobs,pytorchjobs,pods -A -o json`.")
+    ],
+    user_label: Annotated[
+        str, typer.Option(help="Pod/job label naming the user.")
+    ] = "gpufleet.io/user",
     pods: Annotated[
-        Path | None, typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes.")
+        Path | None,
+        typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes."),
     ] = None,
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
@@ -290,16 +350,21 @@ def ingest_kernel_log_cmd(
     file: Annotated[Path, typer.Argument(help="dmesg or journalctl -k text of one node.")],
     node: Annotated[str, typer.Option(help="The node the log comes from.")],
     boot_time: Annotated[
-        str | None, typer.Option(help="Boot time, RFC 3339 (needed for plain dmesg's seconds since boot).")
+        str | None,
+        typer.Option(help="Boot time, RFC 3339 (needed for plain dmesg's seconds since boot)."),
     ] = None,
-    year: Annotated[int | None, typer.Option(help="Year of journal lines (their stamps have none).")] = None,
+    year: Annotated[
+        int | None, typer.Option(help="Year of journal lines (their stamps have none).")
+    ] = None,
     pci_map: Annotated[
         str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
     ] = None,
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
@@ -308,7 +373,8 @@ def ingest_kernel_log_cmd(
 
     with _writing(ctx, "ingest kernel-log", create=True) as session:
         report = KernelLogSource(
-            file, node,
+            file,
+            node,
             boot_time=parse_time(boot_time) if boot_time else None,
             year=year,
             pci_map=parse_pci_map(pci_map) if pci_map else None,
@@ -320,11 +386,15 @@ def ingest_kernel_log_cmd(
 @ingest_app.command("rank-steps")
 def ingest_rank_steps_cmd(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")],
+    file: Annotated[
+        Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")
+    ],
     cluster: Annotated[
         str | None,
-        typer.Option(help="The cluster every record of this batch belongs to (default: the records' own "
-                     "`cluster`, else their nodes' in `nodes`)."),
+        typer.Option(
+            help="The cluster every record of this batch belongs to (default: the records' own "
+            "`cluster`, else their nodes' in `nodes`)."
+        ),
     ] = None,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
@@ -361,9 +431,15 @@ def compute(
         if current:
             out.print(f"Nothing changed since the last compute (data version {version}).")
             return
-    with _writing(ctx, "compute", create=False) as session, console.status("Computing ...") as status:
+    with (
+        _writing(ctx, "compute", create=False) as session,
+        console.status("Computing ...") as status,
+    ):
         result = run_compute(
-            session.con, settings, force=force, progress=lambda s: status.update(f"Computing {s} ...")
+            session.con,
+            settings,
+            force=force,
+            progress=lambda s: status.update(f"Computing {s} ..."),
         )
         session.publish = not result.skipped
     if result.skipped:
@@ -371,11 +447,15 @@ def compute(
         return
     for name, seconds in result.timings_s.items():
         out.print(f"{name:<28} {seconds:8.2f} s")
-    out.print(f"Computed data version {result.data_version} in {sum(result.timings_s.values()):.2f} s.")
+    out.print(
+        f"Computed data version {result.data_version} in {sum(result.timings_s.values()):.2f} s."
+    )
 
 
-LOAD_HELP = ("Share of the default offered work, above 0 and at most 1 (below ~0.7 the queues stay short "
-             "over weeks; at 1 they grow).")
+LOAD_HELP = (
+    "Share of the default offered work, above 0 and at most 1 (below ~0.7 the queues stay short "
+    "over weeks; at 1 they grow)."
+)
 
 
 @app.command()
@@ -396,34 +476,50 @@ def migrate(ctx: typer.Context) -> None:
     with _writing(ctx, "migrate", create=False) as session:
         migrate_landing(session.con)  # opening for writing has upgraded already; this makes sure
     if upgraded:
-        out.print(f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next.")
+        out.print(
+            f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next."
+        )
     else:
         out.print("Nothing to upgrade: the database has the current landing schema.")
 
 
 @app.command()
 def simulate(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder to write the landing Parquet files to.")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder to write the landing Parquet files to.")
+    ],
     nodes: Annotated[int, typer.Option(help="Number of 8-GPU nodes.")] = 64,
     days: Annotated[int, typer.Option(help="Days of telemetry.")] = 7,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed gives the same fleet.")] = 1,
     start: Annotated[
-        str | None, typer.Option(help="First instant, UTC (default: Monday of the last full ISO week).")
+        str | None,
+        typer.Option(help="First instant, UTC (default: Monday of the last full ISO week)."),
     ] = None,
     faults: Annotated[
-        str, typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet.")
+        str,
+        typer.Option(help="`default` injects the fault plan; `none` simulates a fault-free fleet."),
     ] = "default",
     load: Annotated[float, typer.Option(help=LOAD_HELP)] = 1.0,
     cluster_prefix: Annotated[
-        str, typer.Option(help="Prefix for the cluster names (`east` -> `east-train-use1-a`): the same fleet "
-                          "as another cluster, same node names and job ids.")
+        str,
+        typer.Option(
+            help="Prefix for the cluster names (`east` -> `east-train-use1-a`): the same fleet "
+            "as another cluster, same node names and job ids."
+        ),
     ] = "",
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
 
-    cfg = SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults, load=load,
-                                  cluster_prefix=cluster_prefix)
+    cfg = SimulationConfig.create(
+        nodes=nodes,
+        days=days,
+        seed=seed,
+        start=start,
+        faults=faults,
+        load=load,
+        cluster_prefix=cluster_prefix,
+    )
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
     for table, rows in summary.items():
@@ -437,7 +533,9 @@ def evaluate(
     seeds: Annotated[str, typer.Option(help="Seeds: `1..5`, `1,3` or `7`.")] = "1..5",
     nodes: Annotated[int, typer.Option(help="Nodes per simulated fleet.")] = 32,
     days: Annotated[int, typer.Option(help="Days per simulated fleet.")] = 2,
-    faults: Annotated[str, typer.Option(help="`default` (fault plan + hard cases) or `none`.")] = "default",
+    faults: Annotated[
+        str, typer.Option(help="`default` (fault plan + hard cases) or `none`.")
+    ] = "default",
     output: Annotated[str, typer.Option("--format", help="`table` or `json`.")] = "table",
 ) -> None:
     """Score anomaly detection against the simulator's ground truth, per kind."""
@@ -449,18 +547,26 @@ def evaluate(
     if output not in ("table", "json"):
         raise GpufleetError(f"Unknown format `{output}`.", "Use --format table or --format json.")
     if faults not in ("default", "none"):
-        raise GpufleetError(f"Unknown fault plan `{faults}`.", "Use --faults default or --faults none.")
+        raise GpufleetError(
+            f"Unknown fault plan `{faults}`.", "Use --faults default or --faults none."
+        )
     seed_list = parse_seeds(seeds)
     with console.status("Evaluating ...") as status:
         summary, gpu_days = run_evaluate(
-            seed_list, nodes=nodes, days=days, faults=faults, settings=ctx.obj.settings(),
+            seed_list,
+            nodes=nodes,
+            days=days,
+            faults=faults,
+            settings=ctx.obj.settings(),
             progress=lambda s: status.update(f"Evaluating {s} ..."),
         )
     if output == "json":
         out.print_json(json.dumps(summary))
         return
     typer.echo(format_table(summary))
-    typer.echo(f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days.")
+    typer.echo(
+        f"\n{len(seed_list)} seeds x {nodes} nodes x {days} days = {gpu_days:,.0f} GPU-days."
+    )
     missed = failures(summary, fault_free=faults == "none")
     typer.echo("Targets met." if not missed else "Targets missed: " + "; ".join(missed))
 
@@ -516,13 +622,26 @@ def _serve(db: Path, port: int, headless: bool) -> None:
     # Located, not imported: pipelines/ never imports the app (or Streamlit).
     spec = importlib.util.find_spec("gpufleet_app")
     if spec is None or spec.origin is None:
-        raise GpufleetError("The dashboard package `gpufleet_app` is not installed.", "Reinstall gpufleet.")
+        raise GpufleetError(
+            "The dashboard package `gpufleet_app` is not installed.", "Reinstall gpufleet."
+        )
     app_py = Path(spec.origin).resolve().parent / "streamlit_app.py"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(app_py),
-        "--server.address", "127.0.0.1", "--server.port", str(port),
-        "--server.headless", "true" if headless else "false",
-        "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_py),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true" if headless else "false",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
     ]
     out.print(f"Serving the dashboard on http://127.0.0.1:{port} (Ctrl+C stops it).")
     raise typer.Exit(_run_server(cmd, env))
@@ -562,8 +681,12 @@ def demo(
     # Below what the simulator's scheduler can serve, so no queue builds up over the three weeks
     # and the weekly ETTR, waits and deltas stay level (at 1 the ETTR fell 40 % -> 32 % -> 10 %).
     load: Annotated[float, typer.Option(help=LOAD_HELP)] = 0.5,
-    data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path("demo-data"),
-    no_app: Annotated[bool, typer.Option("--no-app", help="Stop after computing; print a summary.")] = False,
+    data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path(
+        "demo-data"
+    ),
+    no_app: Annotated[
+        bool, typer.Option("--no-app", help="Stop after computing; print a summary.")
+    ] = False,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 8501,
 ) -> None:
     """Simulate a fleet, load it, compute, and open the dashboard."""
@@ -589,13 +712,16 @@ def demo(
 
 # ---- weekly review: report and export ------------------------------------------------------
 
+
 def _warn_if_stale(con) -> None:
     from pipelines.compute import stale_data
 
     stale = stale_data(con)
     if stale is not None:
-        warning = (f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
-                   f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`.")
+        warning = (
+            f"Raw data changed since the last compute (data version {stale[1]}; the derived tables "
+            f"are from version {stale[0]}): these numbers leave it out. Run `gpufleet compute`."
+        )
         _print_warnings([warning])
 
 
@@ -621,7 +747,9 @@ def report(
     iso_week = parse_week(week)
     con = open_read_only(ctx.obj.db)
     try:
-        text = render(build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt)
+        text = render(
+            build_report(con, iso_week, cluster=cluster, settings=ctx.obj.settings(), top=top), fmt
+        )
         _warn_if_stale(con)
     finally:
         con.close()
@@ -639,7 +767,9 @@ def remediation(
     ctx: typer.Context,
     week: Annotated[str, typer.Option(help="ISO week, e.g. 2026-W48, or this / last (UTC).")],
     fmt: Annotated[str, typer.Option("--format", help="json or csv.")] = "json",
-    out_file: Annotated[Path | None, typer.Option("--out", help="File to write (default: stdout).")] = None,
+    out_file: Annotated[
+        Path | None, typer.Option("--out", help="File to write (default: stdout).")
+    ] = None,
     cluster: Annotated[str, typer.Option(help="A cluster, or * for all clusters.")] = "*",
 ) -> None:
     """The week's remediation plan: every node with a recommended step, why, since when, granted or
@@ -686,10 +816,20 @@ def config_cmd(ctx: typer.Context) -> None:
         f"# settings file: {path} ({named_by}{found})",
         f"# database: {ctx.obj.db} ({_db_origin(ctx.obj.db_option)})",
         "# prometheus url: "
-        + ("environment GPUFLEET_PROM_URL" if os.environ.get("GPUFLEET_PROM_URL") else "not set (pass --url)"),
+        + (
+            "environment GPUFLEET_PROM_URL"
+            if os.environ.get("GPUFLEET_PROM_URL")
+            else "not set (pass --url)"
+        ),
         "# prometheus credentials: "
-        + (", ".join(v for v in ("GPUFLEET_PROM_TOKEN", "GPUFLEET_PROM_USER", "GPUFLEET_PROM_PASSWORD")
-                     if os.environ.get(v)) or "none")
+        + (
+            ", ".join(
+                v
+                for v in ("GPUFLEET_PROM_TOKEN", "GPUFLEET_PROM_USER", "GPUFLEET_PROM_PASSWORD")
+                if os.environ.get(v)
+            )
+            or "none"
+        )
         + " (values never shown)",
     ]
     for section in SECTION_NAMES:
@@ -710,10 +850,16 @@ def export(
         str | None, typer.Option(help="Comma-separated tables (default: every documented view).")
     ] = None,
     allow_empty: Annotated[
-        bool, typer.Option("--allow-empty", help="Publish the week even when the database has nothing for it.")
+        bool,
+        typer.Option(
+            "--allow-empty", help="Publish the week even when the database has nothing for it."
+        ),
     ] = False,
     stale_ok: Annotated[
-        bool, typer.Option("--stale-ok", help="Export even when raw data changed since the last compute.")
+        bool,
+        typer.Option(
+            "--stale-ok", help="Export even when raw data changed since the last compute."
+        ),
     ] = False,
 ) -> None:
     """Export one week of the views, Hive-partitioned, atomically (re-running replaces that week)."""
@@ -726,7 +872,9 @@ def export(
     con = open_read_only(ctx.obj.db)
     try:
         with console.status(f"Exporting {iso_week.label} to {out_dir} ..."):
-            results = export_week(con, iso_week, out_dir, fmt, names, allow_empty=allow_empty, stale_ok=stale_ok)
+            results = export_week(
+                con, iso_week, out_dir, fmt, names, allow_empty=allow_empty, stale_ok=stale_ok
+            )
     finally:
         con.close()
     for r in results:

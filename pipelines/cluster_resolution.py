@@ -19,7 +19,15 @@ import duckdb
 from pipelines.errors import InputError
 
 NODE_KEYED: frozenset[str] = frozenset(
-    {"nodes", "node_conditions", "gpu_samples", "gpu_instance_samples", "node_samples", "gpu_events", "maintenance"}
+    {
+        "nodes",
+        "node_conditions",
+        "gpu_samples",
+        "gpu_instance_samples",
+        "node_samples",
+        "gpu_events",
+        "maintenance",
+    }
 )
 JOB_KEYED: frozenset[str] = frozenset({"jobs", "job_attempts", "rank_steps", "checkpoints"})
 
@@ -81,7 +89,9 @@ def resolve_clusters(
     if given is not None:
         given = given.strip()
         if not given:
-            raise InputError("--cluster cannot be empty", hint="Give the cluster's name, e.g. --cluster east.")
+            raise InputError(
+                "--cluster cannot be empty", hint="Give the cluster's name, e.g. --cluster east."
+            )
         for item in items:
             if not has[item.view] or named[item.view] in ([], [given]):
                 continue
@@ -94,8 +104,12 @@ def resolve_clusters(
                 row, value = found[0]
                 raise InputError(
                     f"the record's cluster `{value}` differs from --cluster `{given}`",
-                    file=item.origin, column="cluster", value=value, hint="Load each cluster's files with "
-                    "its own --cluster (or without it). Nothing was loaded.", **_where(item, row),
+                    file=item.origin,
+                    column="cluster",
+                    value=value,
+                    hint="Load each cluster's files with "
+                    "its own --cluster (or without it). Nothing was loaded.",
+                    **_where(item, row),
                 )
         fixed = _literal(given)
         views = []
@@ -107,7 +121,9 @@ def resolve_clusters(
                 continue
             expr = f"coalesce({_own(True)}, {fixed})" if has[item.view] else fixed
             replace = "* EXCLUDE (cluster)" if has[item.view] else "*"
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, {expr} AS cluster FROM {item.view}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, {expr} AS cluster FROM {item.view}"
+            )
             views.append(name)
         return views
 
@@ -119,20 +135,27 @@ def resolve_clusters(
         if has[item.view]:
             explicit_clusters.extend(f"SELECT {_literal(c)}" for c in named[item.view])
             if item.table == "nodes":
-                pairs.append(f"SELECT DISTINCT CAST(node AS VARCHAR), {_own(True)} FROM {item.view} "
-                             f"WHERE {_own(True)} IS NOT NULL")
+                pairs.append(
+                    f"SELECT DISTINCT CAST(node AS VARCHAR), {_own(True)} FROM {item.view} "
+                    f"WHERE {_own(True)} IS NOT NULL"
+                )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE __node_pairs AS SELECT DISTINCT * FROM ("
-        + " UNION ALL ".join(pairs) + ") p(node, cluster)"
+        + " UNION ALL ".join(pairs)
+        + ") p(node, cluster)"
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE __node_cluster AS SELECT node, min(cluster) AS cluster, "
         "count(*) AS n, list_sort(list(cluster)) AS clusters FROM __node_pairs GROUP BY node"
     )
-    known = con.execute(
-        "SELECT list(DISTINCT c) FILTER (WHERE c IS NOT NULL) FROM ("
-        + " UNION ALL ".join(explicit_clusters) + ") k(c)"
-    ).fetchall()[0][0] or []
+    known = (
+        con.execute(
+            "SELECT list(DISTINCT c) FILTER (WHERE c IS NOT NULL) FROM ("
+            + " UNION ALL ".join(explicit_clusters)
+            + ") k(c)"
+        ).fetchall()[0][0]
+        or []
+    )
     if not known:
         # Nothing names a cluster yet (one scheduler's jobs into a new database): the fleet is one cluster.
         known = [DEFAULT_CLUSTER]
@@ -144,9 +167,15 @@ def resolve_clusters(
     for table in ("jobs", "job_attempts"):
         job_item = by_table.get(table)
         if job_item is not None and has[job_item.view]:
-            job_pairs.append(f"SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, {_own(True)} AS cluster "
-                             f"FROM {job_item.view} WHERE {_own(True)} IS NOT NULL")
-    explicit_jobs = " UNION ".join(job_pairs) if job_pairs else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
+            job_pairs.append(
+                f"SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, {_own(True)} AS cluster "
+                f"FROM {job_item.view} WHERE {_own(True)} IS NOT NULL"
+            )
+    explicit_jobs = (
+        " UNION ".join(job_pairs)
+        if job_pairs
+        else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
+    )
     attempts = by_table.get("job_attempts")
     from_nodes = "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
     if attempts is not None:
@@ -189,8 +218,10 @@ def resolve_clusters(
         else:
             key = map_table = None
         if key is None or key not in _columns(con, item.view):
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, coalesce({own}, {single}) AS cluster "
-                        f"FROM {item.view}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, coalesce({own}, {single}) AS cluster "
+                f"FROM {item.view}"
+            )
             views.append(name)
             _refuse_unresolved(con, item, name, key)
             continue
@@ -208,17 +239,24 @@ def resolve_clusters(
         if problem:
             problem_name, problem_clusters = problem[0]
             _refuse_name(con, item, key, own, problem_name, problem_clusters, known)
-        resolved = con.execute(
-            f"SELECT list(DISTINCT coalesce(cluster, {single})) FROM __names"
-        ).fetchall()[0][0] or []
+        resolved = (
+            con.execute(
+                f"SELECT list(DISTINCT coalesce(cluster, {single})) FROM __names"
+            ).fetchall()[0][0]
+            or []
+        )
         if len(resolved) <= 1:
             fallback = _literal(resolved[0]) if resolved else single
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, coalesce({own}, {fallback}) AS cluster "
-                        f"FROM {item.view}")
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, coalesce({own}, {fallback}) AS cluster "
+                f"FROM {item.view}"
+            )
         else:
             map_name = f"__map_{i}"
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {map_name} AS SELECT name, coalesce(cluster, {single}) AS cluster "
-                        "FROM __names")
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {map_name} AS SELECT name, coalesce(cluster, {single}) AS cluster "
+                "FROM __names"
+            )
             own_v = own.replace("CAST(cluster", "CAST(v.cluster")
             con.execute(
                 f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT v.{replace}, coalesce({own_v}, m.cluster) AS cluster "
@@ -229,18 +267,28 @@ def resolve_clusters(
     return views
 
 
-def _refuse_unresolved(con: duckdb.DuckDBPyConnection, item: Item, view: str, key: str | None) -> None:
+def _refuse_unresolved(
+    con: duckdb.DuckDBPyConnection, item: Item, view: str, key: str | None
+) -> None:
     found = con.execute(f"SELECT min(__row) FROM {view} WHERE cluster IS NULL").fetchall()[0][0]
     if found is not None:
         raise InputError(
             "the record's cluster is unknown: the database and this batch know several clusters (or none)",
-            file=item.origin, column="cluster", hint=HINT, **_where(item, found),
+            file=item.origin,
+            column="cluster",
+            hint=HINT,
+            **_where(item, found),
         )
 
 
 def _refuse_name(
-    con: duckdb.DuckDBPyConnection, item: Item, key: str, own: str, name: str,
-    clusters: list[str] | None, known: list[str],
+    con: duckdb.DuckDBPyConnection,
+    item: Item,
+    key: str,
+    own: str,
+    name: str,
+    clusters: list[str] | None,
+    known: list[str],
 ) -> None:
     row = con.execute(
         f"SELECT min(__row) FROM {item.view} WHERE CAST({key} AS VARCHAR) = $name AND {own} IS NULL",
@@ -251,9 +299,13 @@ def _refuse_name(
         message = f"{what} `{name}` is in several clusters ({', '.join(clusters)}): which one is ambiguous"
     else:
         where = ", ".join(known) if known else "none yet"
-        message = (f"{what} `{name}` is in no known cluster, and the database and this batch know "
-                   f"{'several clusters' if len(known) > 1 else 'no cluster'} ({where})")
-    raise InputError(message, file=item.origin, column=key, value=name, hint=HINT, **_where(item, row or 0))
+        message = (
+            f"{what} `{name}` is in no known cluster, and the database and this batch know "
+            f"{'several clusters' if len(known) > 1 else 'no cluster'} ({where})"
+        )
+    raise InputError(
+        message, file=item.origin, column=key, value=name, hint=HINT, **_where(item, row or 0)
+    )
 
 
 def drop_resolution(con: duckdb.DuckDBPyConnection, views: list[str]) -> None:
@@ -261,5 +313,12 @@ def drop_resolution(con: duckdb.DuckDBPyConnection, views: list[str]) -> None:
     for i, view in enumerate(views):
         con.execute(f"DROP VIEW IF EXISTS {view}")
         con.execute(f"DROP TABLE IF EXISTS __map_{i}")
-    for table in ("__node_pairs", "__node_cluster", "__job_nodes", "__job_pairs", "__job_cluster", "__names"):
+    for table in (
+        "__node_pairs",
+        "__node_cluster",
+        "__job_nodes",
+        "__job_pairs",
+        "__job_cluster",
+        "__names",
+    ):
         con.execute(f"DROP TABLE IF EXISTS {table}")

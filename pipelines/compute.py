@@ -76,11 +76,15 @@ def _steps() -> list[Step]:
         # Read by most steps below: "now" (the data horizon) and who ran where.
         Step("data_horizon"),
         Step("attempt_clusters"),
-        Step("cluster_schedulers"),  # which scheduler runs each cluster: the remediation plan's commands
+        Step(
+            "cluster_schedulers"
+        ),  # which scheduler runs each cluster: the remediation plan's commands
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
         Step("goodput_steps"),
-        Step("job_stalls"),  # hangs from the step logs; goodput_segments counts failed ones as wasted
+        Step(
+            "job_stalls"
+        ),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
@@ -118,7 +122,9 @@ def _steps() -> list[Step]:
         Step("checkpoint_advice"),
         Step("node_cost"),
         Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
-        Step("gpu_inventory"),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
+        Step(
+            "gpu_inventory"
+        ),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
@@ -133,12 +139,21 @@ def derived(*names: str) -> tuple[str, ...]:
     """`names`, each checked to be a table of DERIVED_TABLES (a reader's list of what it needs)."""
     unknown = [name for name in names if name not in DERIVED_TABLES]
     if unknown:
-        raise ValueError(f"not built by `gpufleet compute`: {', '.join(unknown)} (see DERIVED_TABLES)")
+        raise ValueError(
+            f"not built by `gpufleet compute`: {', '.join(unknown)} (see DERIVED_TABLES)"
+        )
     return names
 
 
 BOOKKEEPING_TABLES = frozenset(
-    {"load_log", "ingest_watermarks", "gpu_devices", "ingest_incomplete", "ingest_partial_log", "compute_log"}
+    {
+        "load_log",
+        "ingest_watermarks",
+        "gpu_devices",
+        "ingest_incomplete",
+        "ingest_partial_log",
+        "compute_log",
+    }
 )
 """Tables of the database that are neither landing nor derived."""
 
@@ -152,9 +167,12 @@ _OWN_CLUSTER = "cluster"
 
 def _clusters(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The clusters the landing tables name; one pass of the derived steps runs per cluster."""
-    found = [r[0] for r in con.execute(
-        "SELECT cluster FROM nodes UNION SELECT cluster FROM jobs ORDER BY 1"
-    ).fetchall()]
+    found = [
+        r[0]
+        for r in con.execute(
+            "SELECT cluster FROM nodes UNION SELECT cluster FROM jobs ORDER BY 1"
+        ).fetchall()
+    ]
     return found or ["default"]
 
 
@@ -204,9 +222,15 @@ def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only:
         has_cluster = _OWN_CLUSTER in columns
         if only:
             if not has_cluster:
-                con.execute(f"ALTER TABLE {name} ADD COLUMN cluster VARCHAR DEFAULT {_literal(cluster)}")
+                con.execute(
+                    f"ALTER TABLE {name} ADD COLUMN cluster VARCHAR DEFAULT {_literal(cluster)}"
+                )
             continue
-        select = f"SELECT * FROM {name}" if has_cluster else f"SELECT *, {_literal(cluster)} AS cluster FROM {name}"
+        select = (
+            f"SELECT * FROM {name}"
+            if has_cluster
+            else f"SELECT *, {_literal(cluster)} AS cluster FROM {name}"
+        )
         if table == "weekly_summary":
             select += " WHERE cluster <> '*'" if has_cluster else ""
         target = quote_ident(f"__collected_{table}")
@@ -245,12 +269,20 @@ def _all_clusters_weekly(con: duckdb.DuckDBPyConnection, params: dict) -> None:
         for table in [*LANDING_TABLES, *_derived_tables(con)]:
             if table.startswith("__"):
                 continue
-            columns = [r[0] for r in con.execute(f"DESCRIBE {db}.main.{quote_ident(table)}").fetchall()]
+            columns = [
+                r[0] for r in con.execute(f"DESCRIBE {db}.main.{quote_ident(table)}").fetchall()
+            ]
             if "cluster" not in columns:
                 continue
-            replace = [f"cluster || '{QUALIFIER}' || {c} AS {c}" for c in ("node", "job_id") if c in columns]
+            replace = [
+                f"cluster || '{QUALIFIER}' || {c} AS {c}"
+                for c in ("node", "job_id")
+                if c in columns
+            ]
             if table == "job_attempts":
-                replace.append(f"list_transform(nodes, lambda n: cluster || '{QUALIFIER}' || n) AS nodes")
+                replace.append(
+                    f"list_transform(nodes, lambda n: cluster || '{QUALIFIER}' || n) AS nodes"
+                )
             if not replace:
                 continue
             con.execute(
@@ -337,13 +369,18 @@ def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> Non
 
 def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
     """True when the last compute used this data version and these settings (read-only check)."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    tables = {
+        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
     if not {"compute_log", "load_log"} <= tables:
         return False
     rows = con.execute(
         "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
     ).fetchall()
-    return bool(rows) and (rows[0][0], rows[0][1]) == (data_version(con), settings_fingerprint(settings))
+    return bool(rows) and (rows[0][0], rows[0][1]) == (
+        data_version(con),
+        settings_fingerprint(settings),
+    )
 
 
 def compute(

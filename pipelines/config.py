@@ -42,7 +42,6 @@ class AvailabilitySettings:
     """Conditions named so (or exactly so) are good when `True`; all others when `False`."""
 
 
-
 @dataclass(frozen=True, config=SECTION)
 class FailureSettings:
     before_end_s: NonNegativeInt = 600
@@ -65,7 +64,9 @@ class FailureSettings:
     )
     """Anomaly kinds that count as a hardware signal when classifying a failed attempt: the
     hardware-class kinds that can break a job (slowdowns such as throttling cannot)."""
-    infrastructure_anomaly_kinds: list[str] = field(default_factory=lambda: ["telemetry_gap", "condition_flap"])
+    infrastructure_anomaly_kinds: list[str] = field(
+        default_factory=lambda: ["telemetry_gap", "condition_flap"]
+    )
     """Anomaly kinds that count as missing evidence (class `infrastructure`, never `hardware`) when
     classifying a failed attempt: a gap in monitoring is not proof of broken hardware."""
     xid_catalogue: str = ""
@@ -134,7 +135,9 @@ class DetectionSettings:
     calls for `replace`."""
     escalate_window_s: PositiveInt = 2592000
     """Escalation look-back (30 days): earlier findings count even when long closed."""
-    repeat_offender_action: Literal["watch", "cordon", "drain", "reset_gpu", "reboot", "replace"] = "cordon"
+    repeat_offender_action: Literal[
+        "watch", "cordon", "drain", "reset_gpu", "reboot", "replace"
+    ] = "cordon"
     """The ladder step (at least) for a repeat-offender straggler host."""
     straggler_peer_z: PositiveFloat = 3.5
     """A straggler's median ratio must also be an outlier (robust z) among its job's other ranks
@@ -223,7 +226,8 @@ class Settings:
             "crash_loop_min_failures": f.crash_loop_min_failures,
             "hardware_anomaly_kinds": list(f.hardware_anomaly_kinds),
             "infrastructure_anomaly_kinds": list(f.infrastructure_anomaly_kinds),
-            "xid_catalogue_path": f.xid_catalogue or str(queries_dir() / "data" / "xid_catalogue.csv"),
+            "xid_catalogue_path": f.xid_catalogue
+            or str(queries_dir() / "data" / "xid_catalogue.csv"),
             "straggler_ratio": s.median_ratio_threshold,
             "straggler_min_steps": s.min_steps,
             "straggler_alpha": s.alpha,
@@ -264,7 +268,7 @@ def _env_overrides(environ: dict[str, str]) -> dict[str, dict[str, tuple[str, An
     for variable, text in sorted(environ.items()):
         if not variable.startswith(ENV_PREFIX) or "__" not in variable:
             continue
-        section, _, key = variable[len(ENV_PREFIX):].partition("__")
+        section, _, key = variable[len(ENV_PREFIX) :].partition("__")
         section, key = section.lower(), key.lower()
         if section not in SECTION_NAMES or not key:
             raise ConfigError(
@@ -310,10 +314,16 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         import difflib
 
         close = difflib.get_close_matches(unknown[0], SECTION_NAMES, n=1)
-        guess = f"did you mean [{close[0]}]?" if close else f"known sections: {', '.join(SECTION_NAMES)}."
+        guess = (
+            f"did you mean [{close[0]}]?"
+            if close
+            else f"known sections: {', '.join(SECTION_NAMES)}."
+        )
         what = "section" if isinstance(raw[unknown[0]], dict) else "top-level key"
-        raise ConfigError(f"{config_path}: unknown {what} `{unknown[0]}`; {guess}",
-                          "Every setting belongs in one of the sections docs/operations.md lists.")
+        raise ConfigError(
+            f"{config_path}: unknown {what} `{unknown[0]}`; {guess}",
+            "Every setting belongs in one of the sections docs/operations.md lists.",
+        )
     overrides = _env_overrides(dict(os.environ))
     sections: dict[str, Any] = {}
     origins: dict[str, str] = {}
@@ -333,11 +343,14 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
                 from pipelines.sources.prometheus import PrometheusSettings
 
                 if values:
-                    PrometheusSettings.from_extra({"prometheus": values}, origin=str(config_path),
-                                                  origins=section_origins)
+                    PrometheusSettings.from_extra(
+                        {"prometheus": values}, origin=str(config_path), origins=section_origins
+                    )
                 sections["prometheus_table"] = values
             else:
-                sections[name] = build_section(_SECTIONS[name], name, values, str(config_path), section_origins)
+                sections[name] = build_section(
+                    _SECTIONS[name], name, values, str(config_path), section_origins
+                )
         except ConfigError as e:
             errors.append(e)
     if errors:

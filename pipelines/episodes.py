@@ -123,8 +123,9 @@ def _column_medians(matrix: np.ndarray) -> np.ndarray:
         return np.nanmedian(matrix, axis=0)
 
 
-def _robust_z(window: np.ndarray, column: int, min_mad: float,
-              ratio_threshold: float) -> tuple[float, float]:
+def _robust_z(
+    window: np.ndarray, column: int, min_mad: float, ratio_threshold: float
+) -> tuple[float, float]:
     """(median ratio of `column`, its robust z among its peers' medians) over `window` rows.
 
     The peers are the other ranks that are not slow over those rows (median ratio at most
@@ -161,7 +162,9 @@ def detect_episodes(ratio: np.ndarray, p: EpisodeParams) -> list[Episode]:
     w = p.min_segment
     cumsum = np.vstack([np.zeros((1, n_ranks)), np.cumsum(filled, axis=0)])
     peak = ((cumsum[w:] - cumsum[:-w]) / w).max(axis=0)
-    candidates = np.flatnonzero((peak > p.ratio_threshold) & (peak - 1.0 > p.screen_z * sigma / math.sqrt(w)))
+    candidates = np.flatnonzero(
+        (peak > p.ratio_threshold) & (peak - 1.0 > p.screen_z * sigma / math.sqrt(w))
+    )
     out: list[Episode] = []
     for c in candidates.tolist():
         index = np.flatnonzero(valid[:, c])
@@ -169,12 +172,13 @@ def detect_episodes(ratio: np.ndarray, p: EpisodeParams) -> list[Episode]:
         n = x.size
         if n < p.min_segment:
             continue
-        cuts = binary_segmentation(x, penalty=p.penalty * sigma[c] ** 2 * math.log(max(n, 3)),
-                                   min_segment=p.min_segment)
+        cuts = binary_segmentation(
+            x, penalty=p.penalty * sigma[c] ** 2 * math.log(max(n, 3)), min_segment=p.min_segment
+        )
         bounds = [0, *cuts, n]
         slow = []
         for a, b in itertools.pairwise(bounds):
-            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
+            m, z = _robust_z(ratio[index[a] : index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
             slow.append(m > p.ratio_threshold and z >= p.peer_z)
         i = 0
         while i < len(slow):
@@ -186,7 +190,7 @@ def detect_episodes(ratio: np.ndarray, p: EpisodeParams) -> list[Episode]:
                 j += 1
             a, b = bounds[i], bounds[j + 1]
             # merged: joint statistics
-            m, z = _robust_z(ratio[index[a]: index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
+            m, z = _robust_z(ratio[index[a] : index[b - 1] + 1], c, p.min_mad, p.ratio_threshold)
             if b - a >= p.min_segment:
                 out.append(Episode(c, int(index[a]), int(index[b - 1]), b - a, a, b - 1, m, z))
             i = j + 1
@@ -199,7 +203,7 @@ def _reference_without_episodes(times: np.ndarray, episodes: list[Episode]) -> n
     elsewhere; None when no step has that many ranks in an episode."""
     masked = times.copy()
     for e in episodes:
-        masked[e.first_row: e.last_row + 1, e.column] = np.nan
+        masked[e.first_row : e.last_row + 1, e.column] = np.nan
     present = (~np.isnan(times)).sum(axis=1)
     in_episode = present - (~np.isnan(masked)).sum(axis=1)
     crowded = (2 * in_episode >= present) & (in_episode > 0)
@@ -220,7 +224,9 @@ def attempt_episodes(times: pl.DataFrame, p: EpisodeParams) -> pl.DataFrame | No
     rank_ids = ranks[starts]
     first_block = steps[: starts[1] if starts.size > 1 else steps.size]
     if steps.size == first_block.size * starts.size and np.array_equal(
-            steps.reshape(starts.size, first_block.size), np.broadcast_to(first_block, (starts.size, first_block.size))):
+        steps.reshape(starts.size, first_block.size),
+        np.broadcast_to(first_block, (starts.size, first_block.size)),
+    ):
         step_ids = first_block
     else:
         step_ids = np.unique(steps)
@@ -249,32 +255,34 @@ def attempt_episodes(times: pl.DataFrame, p: EpisodeParams) -> pl.DataFrame | No
     counts: dict[int, int] = {}
     for e in sorted(episodes, key=lambda e: (e.column, e.first_row)):
         index = np.flatnonzero(position[:, e.column] >= 0)
-        inside = position[index[e.first_index: e.last_index + 1], e.column]
+        inside = position[index[e.first_index : e.last_index + 1], e.column]
         first, last = int(inside[0]), int(inside[-1])
         detected = int(inside[min(p.min_segment, inside.size) - 1])
         first_step, last_step = int(step_ids[e.first_row]), int(step_ids[e.last_row])
         number = counts.get(e.column, 0)
         counts[e.column] = number + 1
-        records.append({
-            "job_id": times["job_id"][0],
-            "attempt": times["attempt"][0],
-            "rank": int(rank_ids[e.column]),
-            "episode": number,
-            "node": times["node"][last],
-            "gpu": times["gpu"][last],
-            "first_step": first_step,
-            "last_step": last_step,
-            "rows": e.rows,
-            "start_ts": end_ts[first] - _duration(step_s[first]),
-            "end_ts": end_ts[last],
-            "detected_at": end_ts[detected],
-            "detected_step": int(times["step"][detected]),
-            "reaches_end": e.last_row == last_row,
-            "median_ratio": e.median_ratio,
-            "peer_z": e.peer_z,
-            # drag of the logged rows, scaled up when only every N-th step is logged
-            "drag_s": float(drag[inside].sum()) * (last_step - first_step + 1) / inside.size,
-        })
+        records.append(
+            {
+                "job_id": times["job_id"][0],
+                "attempt": times["attempt"][0],
+                "rank": int(rank_ids[e.column]),
+                "episode": number,
+                "node": times["node"][last],
+                "gpu": times["gpu"][last],
+                "first_step": first_step,
+                "last_step": last_step,
+                "rows": e.rows,
+                "start_ts": end_ts[first] - _duration(step_s[first]),
+                "end_ts": end_ts[last],
+                "detected_at": end_ts[detected],
+                "detected_step": int(times["step"][detected]),
+                "reaches_end": e.last_row == last_row,
+                "median_ratio": e.median_ratio,
+                "peer_z": e.peer_z,
+                # drag of the logged rows, scaled up when only every N-th step is logged
+                "drag_s": float(drag[inside].sum()) * (last_step - first_step + 1) / inside.size,
+            }
+        )
     return pl.DataFrame(records, schema=EPISODE_COLUMNS)
 
 

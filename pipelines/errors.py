@@ -76,7 +76,9 @@ class InputError(GpufleetError):
         title = f"{', '.join(where)}: {problem}" if where else problem
         if value is not None:
             title += f" (got `{value}`)"
-        super().__init__(title, hint or "Fix the value and run the ingest again; nothing was loaded.")
+        super().__init__(
+            title, hint or "Fix the value and run the ingest again; nothing was loaded."
+        )
 
 
 class SourceError(GpufleetError):

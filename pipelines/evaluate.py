@@ -44,10 +44,18 @@ MATCH_SLACK_S = 3600
 
 # truth kind -> (kinds it must produce (recall), kinds it may also produce (not false positives))
 EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "xid79_fell_off_bus": (frozenset({"xid"}), frozenset({"telemetry_gap", "straggler", "repeat_offender"})),
-    "ecc_dbe": (frozenset({"ecc_dbe", "xid", "ecc_sbe_rate"}), frozenset({"telemetry_gap", "straggler"})),
-    "thermal_throttle": (frozenset({"throttling", "temp_above_peers"}),
-                         frozenset({"straggler", "repeat_offender"})),
+    "xid79_fell_off_bus": (
+        frozenset({"xid"}),
+        frozenset({"telemetry_gap", "straggler", "repeat_offender"}),
+    ),
+    "ecc_dbe": (
+        frozenset({"ecc_dbe", "xid", "ecc_sbe_rate"}),
+        frozenset({"telemetry_gap", "straggler"}),
+    ),
+    "thermal_throttle": (
+        frozenset({"throttling", "temp_above_peers"}),
+        frozenset({"straggler", "repeat_offender"}),
+    ),
     "nic_links_down": (frozenset({"nic_links_down"}), frozenset({"straggler", "repeat_offender"})),
     "telemetry_gap": (frozenset({"telemetry_gap"}), frozenset()),
     "condition_flap": (frozenset({"condition_flap"}), frozenset()),
@@ -67,8 +75,9 @@ EXPECTATIONS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 """Faults not listed (crash_loop, preemption, the negative hard cases) expect no finding."""
 
-TTD_FROM_END: frozenset[tuple[str, str]] = frozenset({("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid"),
-                                                      ("flagged_gpu", "ecc_dbe")})
+TTD_FROM_END: frozenset[tuple[str, str]] = frozenset(
+    {("ecc_dbe", "ecc_dbe"), ("ecc_dbe", "xid"), ("flagged_gpu", "ecc_dbe")}
+)
 """(fault kind, finding kind) timed from the fault's end: an ECC fault's window starts when the
 single-bit rate starts rising; its double-bit error (and XID 48) happens at the end."""
 
@@ -116,7 +125,13 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def run_seed(
-    seed: int, *, nodes: int, days: int, faults: str, settings: Settings, hard_cases: bool = True,
+    seed: int,
+    *,
+    nodes: int,
+    days: int,
+    faults: str,
+    settings: Settings,
+    hard_cases: bool = True,
     start: str = "2026-11-23",
 ) -> SeedRun:
     """Simulate, load into a scratch database, compute, and return findings and ground truth."""
@@ -125,7 +140,9 @@ def run_seed(
     from pipelines.simulate import SimulationConfig, simulate
     from pipelines.store import TableInput, load_batch, open_store
 
-    frames = simulate(SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults))
+    frames = simulate(
+        SimulationConfig.create(nodes=nodes, days=days, seed=seed, start=start, faults=faults)
+    )
     if faults != "none" and hard_cases:
         frames = inject_hard_cases(frames, seed)
     truth = truth_steps(frames["ground_truth"], frames["rank_steps"])
@@ -134,8 +151,10 @@ def run_seed(
         try:
             load_batch(
                 con,
-                [TableInput(t, frames[t].with_row_index("__row", offset=1), f"{t} (seed {seed})")
-                 for t in LANDING_TABLES],
+                [
+                    TableInput(t, frames[t].with_row_index("__row", offset=1), f"{t} (seed {seed})")
+                    for t in LANDING_TABLES
+                ],
                 f"evaluate seed {seed}",
             )
             compute(con, settings, force=True)
@@ -152,16 +171,27 @@ def truth_steps(truth: pl.DataFrame, rank_steps: pl.DataFrame) -> pl.DataFrame:
     """Ground truth plus, for rank faults, the first and last logged step of the rank inside the
     fault's [start, end] (a step is inside when it started at or after the start and ended by the end)."""
     ranks = truth.filter(pl.col("entity_type") == "rank").select(
-        "fault_id", "job_id", "rank", pl.col("start_ts").alias("t_start"), pl.col("end_ts").alias("t_end"))
+        "fault_id",
+        "job_id",
+        "rank",
+        pl.col("start_ts").alias("t_start"),
+        pl.col("end_ts").alias("t_end"),
+    )
     slack = dt.timedelta(milliseconds=1)
-    started = pl.col("end_ts") - pl.duration(microseconds=(pl.col("step_s") * 1e6).round().cast(pl.Int64))
+    started = pl.col("end_ts") - pl.duration(
+        microseconds=(pl.col("step_s") * 1e6).round().cast(pl.Int64)
+    )
     steps = (
         rank_steps.select("job_id", "rank", "step", "end_ts", "step_s")
         .join(ranks, on=["job_id", "rank"])
-        .filter((started >= pl.col("t_start") - slack) & (pl.col("end_ts") <= pl.col("t_end") + slack))
+        .filter(
+            (started >= pl.col("t_start") - slack) & (pl.col("end_ts") <= pl.col("t_end") + slack)
+        )
         .group_by("fault_id")
-        .agg(pl.col("step").min().cast(pl.Int64).alias("first_step"),
-             pl.col("step").max().cast(pl.Int64).alias("last_step"))
+        .agg(
+            pl.col("step").min().cast(pl.Int64).alias("first_step"),
+            pl.col("step").max().cast(pl.Int64).alias("last_step"),
+        )
     )
     return truth.join(steps, on="fault_id", how="left")
 
@@ -174,7 +204,8 @@ def _entity_matches(f: dict[str, Any], t: dict[str, Any]) -> bool:
         return f["node"] == t["node"]
     if kind == "rank":
         return (f["job_id"] == t["job_id"] and f["rank"] == t["rank"]) or (
-            f["kind"] == "repeat_offender" and f["node"] == t["node"])
+            f["kind"] == "repeat_offender" and f["node"] == t["node"]
+        )
     if kind == "job":
         return f["job_id"] is not None and f["job_id"] == t["job_id"]
     return False
@@ -223,22 +254,36 @@ def tally(runs: list[SeedRun]) -> dict[str, KindTally]:
             t_kind = tallies.setdefault(f["kind"], KindTally())
             t_kind.findings += 1
             explained = any(
-                f["kind"] in (EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[0]
-                              | EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[1])
-                and _entity_matches(f, t) and _time_matches(f, t, run.horizon)
+                f["kind"]
+                in (
+                    EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[0]
+                    | EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))[1]
+                )
+                and _entity_matches(f, t)
+                and _time_matches(f, t, run.horizon)
                 for t in truths
             )
             t_kind.true_positives += int(explained)
-            t_kind.on_negatives += int(any(
-                t["kind"] in NEGATIVE_CASES and _entity_matches(f, t) and _time_matches(f, t, run.horizon)
-                for t in truths))
+            t_kind.on_negatives += int(
+                any(
+                    t["kind"] in NEGATIVE_CASES
+                    and _entity_matches(f, t)
+                    and _time_matches(f, t, run.horizon)
+                    for t in truths
+                )
+            )
         for t in truths:
             expected, _ = EXPECTATIONS.get(t["kind"], (frozenset(), frozenset()))
             for kind in expected:
                 t_kind = tallies.setdefault(kind, KindTally())
                 t_kind.truths += 1
-                hits = [f for f in findings if f["kind"] == kind and _entity_matches(f, t)
-                        and _time_matches(f, t, run.horizon)]
+                hits = [
+                    f
+                    for f in findings
+                    if f["kind"] == kind
+                    and _entity_matches(f, t)
+                    and _time_matches(f, t, run.horizon)
+                ]
                 if hits:
                     t_kind.detected += 1
                     first = min(_detected_at(f) for f in hits)
@@ -247,10 +292,17 @@ def tally(runs: list[SeedRun]) -> dict[str, KindTally]:
                     if kind == "straggler" and t.get("first_step") is not None:
                         t_kind.bounds_checked += 1
                         t_kind.bounds_ok += int(bounds_match(hits, t))
-                        detected = [json.loads(f["evidence"] or "{}").get("detected_step") for f in hits]
+                        detected = [
+                            json.loads(f["evidence"] or "{}").get("detected_step") for f in hits
+                        ]
                         if any(d is not None for d in detected):
                             t_kind.steps_to_detect.append(
-                                max(0, min(d for d in detected if d is not None) - int(t["first_step"])))
+                                max(
+                                    0,
+                                    min(d for d in detected if d is not None)
+                                    - int(t["first_step"]),
+                                )
+                            )
     return tallies
 
 
@@ -265,7 +317,9 @@ def summarise(runs: list[SeedRun]) -> dict[str, dict[str, Any]]:
             "precision": None if t.findings == 0 else round(t.true_positives / t.findings, 4),
             "recall": None if t.truths == 0 else round(t.detected / t.truths, 4),
             "median_ttd_s": None if not t.ttd_s else round(statistics.median(t.ttd_s), 1),
-            "median_steps_to_detect": None if not t.steps_to_detect else statistics.median(t.steps_to_detect),
+            "median_steps_to_detect": None
+            if not t.steps_to_detect
+            else statistics.median(t.steps_to_detect),
             "fp_per_1k_gpu_days": None if gpu_days == 0 else round(fp / gpu_days * 1000, 3),
             "findings": t.findings,
             "false_positives": fp,
@@ -289,15 +343,22 @@ def failures(summary: dict[str, dict[str, Any]], *, fault_free: bool = False) ->
         if row["recall"] is not None and row["recall"] < TARGET_RECALL:
             missed.append(f"{kind}: recall {row['recall']}")
         if row.get("bounds_ok", 0) < row.get("bounds_checked", 0):
-            missed.append(f"{kind}: {row['bounds_checked'] - row['bounds_ok']} episodes with first/last step "
-                          f"off by more than max({BOUNDS_STEPS}, {BOUNDS_SHARE:.0%} of the length)")
+            missed.append(
+                f"{kind}: {row['bounds_checked'] - row['bounds_ok']} episodes with first/last step "
+                f"off by more than max({BOUNDS_STEPS}, {BOUNDS_SHARE:.0%} of the length)"
+            )
         if row.get("on_negatives", 0):
             missed.append(f"{kind}: {row['on_negatives']} findings on negative cases")
     return missed
 
 
 def evaluate(
-    seeds: list[int], *, nodes: int, days: int, faults: str = "default", settings: Settings | None = None,
+    seeds: list[int],
+    *,
+    nodes: int,
+    days: int,
+    faults: str = "default",
+    settings: Settings | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], float]:
     """Run every seed; return the per-kind summary and the GPU-days evaluated."""
@@ -305,7 +366,9 @@ def evaluate(
     for seed in seeds:
         if progress:
             progress(f"seed {seed}")
-        runs.append(run_seed(seed, nodes=nodes, days=days, faults=faults, settings=settings or Settings()))
+        runs.append(
+            run_seed(seed, nodes=nodes, days=days, faults=faults, settings=settings or Settings())
+        )
     return summarise(runs), sum(r.gpu_days for r in runs)
 
 
@@ -313,8 +376,10 @@ def format_table(summary: dict[str, dict[str, Any]]) -> str:
     def fmt(value: Any, pattern: str) -> str:
         return "-" if value is None else format(value, pattern)
 
-    header = (f"{'kind':<20} {'class':<15} {'precision':>9} {'recall':>7} {'median TTD':>11} "
-              f"{'FP/1k GPU-d':>11} {'findings':>8} {'faults':>6} {'bounds':>7} {'on neg':>6} {'TTD steps':>9}")
+    header = (
+        f"{'kind':<20} {'class':<15} {'precision':>9} {'recall':>7} {'median TTD':>11} "
+        f"{'FP/1k GPU-d':>11} {'findings':>8} {'faults':>6} {'bounds':>7} {'on neg':>6} {'TTD steps':>9}"
+    )
     lines = [header, "-" * len(header)]
     for kind, row in summary.items():
         ttd = row["median_ttd_s"]

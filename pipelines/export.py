@@ -101,9 +101,15 @@ def _refuse(path: Path, problem: str, hint: str) -> GpufleetError:
 def _check_out(out: Path) -> None:
     """Refuse `/`, an existing file, and a non-empty folder that is not a gpufleet lake."""
     if out.resolve() == Path("/"):
-        raise _refuse(out, "is the root folder", "Pass --out a folder of its own, e.g. /srv/gpufleet-lake.")
+        raise _refuse(
+            out, "is the root folder", "Pass --out a folder of its own, e.g. /srv/gpufleet-lake."
+        )
     if out.exists() and not out.is_dir():
-        raise _refuse(out, "is a file, not a folder", "Pass --out a new or empty folder, or an earlier export's.")
+        raise _refuse(
+            out,
+            "is a file, not a folder",
+            "Pass --out a new or empty folder, or an earlier export's.",
+        )
     if not out.is_dir():
         return
     names = {entry.name for entry in os.scandir(out)}
@@ -114,7 +120,8 @@ def _check_out(out: Path) -> None:
     if all(name in known or name.startswith(STAGING_PREFIX) for name in names):
         return
     raise _refuse(
-        out, "is a folder that holds other files and is not a gpufleet lake",
+        out,
+        "is a folder that holds other files and is not a gpufleet lake",
         f"Pass --out a new or empty folder (an export marks it with `{LAKE_MARKER}`).",
     )
 
@@ -130,34 +137,51 @@ def _open_dir(name: str, parent_fd: int, shown: Path, *, create: bool) -> int:
         return os.open(name, _NOFOLLOW_DIR, dir_fd=parent_fd)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _refuse(shown, "is a link or a file where the export keeps a folder",
-                          "Remove it (nothing was written through it) and export again.") from None
+            raise _refuse(
+                shown,
+                "is a link or a file where the export keeps a folder",
+                "Remove it (nothing was written through it) and export again.",
+            ) from None
         raise
 
 
 def _mark_lake(out_fd: int, out: Path) -> None:
     """Create the lake marker once; never write through a link in its place."""
     try:
-        fd = os.open(LAKE_MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                     dir_fd=out_fd)
+        fd = os.open(
+            LAKE_MARKER,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=out_fd,
+        )
     except FileExistsError:
         if not stat.S_ISREG(os.stat(LAKE_MARKER, dir_fd=out_fd, follow_symlinks=False).st_mode):
-            raise _refuse(out / LAKE_MARKER, "is not a regular file",
-                          "Remove it (nothing was written through it) and export again.") from None
+            raise _refuse(
+                out / LAKE_MARKER,
+                "is not a regular file",
+                "Remove it (nothing was written through it) and export again.",
+            ) from None
         return
     with os.fdopen(fd, "w") as marker:
-        marker.write("A gpufleet export lake: `gpufleet export --out` writes here (docs/operations.md).\n")
+        marker.write(
+            "A gpufleet export lake: `gpufleet export --out` writes here (docs/operations.md).\n"
+        )
 
 
 @contextmanager
 def _export_lock(out_fd: int, out: Path) -> Iterator[None]:
     # Opened without truncating and without following a link: a planted link cannot empty a file.
     try:
-        fd = os.open(LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=out_fd)
+        fd = os.open(
+            LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=out_fd
+        )
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise _refuse(out / LOCK_NAME, "is a link, not the export's lock file",
-                          "Remove it (nothing was written through it) and export again.") from None
+            raise _refuse(
+                out / LOCK_NAME,
+                "is a link, not the export's lock file",
+                "Remove it (nothing was written through it) and export again.",
+            ) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -228,10 +252,15 @@ def _stage(
 ) -> int:
     """COPY the table's week into `staging/<table>/...`; return the number of rows written."""
     sql = load_sql(f"export/{table}")
-    params = bind(sql, {"week": week.label, "week_start": week.monday})  # the export queries take a DATE
-    options = [f"FORMAT {fmt}", f"PARTITION_BY ({', '.join(EXPORT_TABLES[table])})",
-               f"FILE_EXTENSION {_sql_string(fmt + PARTIAL_SUFFIX)}",
-               "FILENAME_PATTERN 'data_{i}'"]
+    params = bind(
+        sql, {"week": week.label, "week_start": week.monday}
+    )  # the export queries take a DATE
+    options = [
+        f"FORMAT {fmt}",
+        f"PARTITION_BY ({', '.join(EXPORT_TABLES[table])})",
+        f"FILE_EXTENSION {_sql_string(fmt + PARTIAL_SUFFIX)}",
+        "FILENAME_PATTERN 'data_{i}'",
+    ]
     if fmt == "csv":
         options.append("HEADER true")
         columns = _file_columns(con, sql, params, table)
@@ -241,17 +270,24 @@ def _stage(
             options.append(f"FORCE_QUOTE ({', '.join(_sql_identifier(c) for c in text)})")
     target = _sql_string(str(staging / table))
     # The query text comes from queries/export/; values are bound parameters.
-    rows = con.execute(f"COPY ({sql.rstrip().rstrip(';')}) TO {target} ({', '.join(options)})",
-                       params).fetchall()
+    rows = con.execute(
+        f"COPY ({sql.rstrip().rstrip(';')}) TO {target} ({', '.join(options)})", params
+    ).fetchall()
     if fmt == "csv":
         (staging / table).mkdir(parents=True, exist_ok=True)
-        (staging / table / (SCHEMA_NAME + PARTIAL_SUFFIX)).write_text(json.dumps(columns, indent=1) + "\n")
+        (staging / table / (SCHEMA_NAME + PARTIAL_SUFFIX)).write_text(
+            json.dumps(columns, indent=1) + "\n"
+        )
     return int(rows[0][0]) if rows else 0
 
 
-def _file_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict, table: str) -> dict[str, str]:
+def _file_columns(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict, table: str
+) -> dict[str, str]:
     """The DuckDB type of each column a CSV file holds (the partition columns are in the folder names)."""
-    described = con.execute(f"SELECT * FROM ({sql.rstrip().rstrip(';')}) AS q LIMIT 0", params).description
+    described = con.execute(
+        f"SELECT * FROM ({sql.rstrip().rstrip(';')}) AS q LIMIT 0", params
+    ).description
     return {name: str(type_) for name, type_, *_ in described if name not in EXPORT_TABLES[table]}
 
 
@@ -278,7 +314,9 @@ def _publish(staging: Path, out_fd: int, out: Path, table: str, week: IsoWeek) -
     planted link replaces the link, never its target.
     """
     depth = len(EXPORT_TABLES[table])
-    staged = {p.relative_to(staging / table) for p in (staging / table).glob("/".join(["*=*"] * depth))}
+    staged = {
+        p.relative_to(staging / table) for p in (staging / table).glob("/".join(["*=*"] * depth))
+    }
     for partition in sorted(staged):
         with ExitStack() as chain:
             fd, shown = out_fd, out
@@ -320,7 +358,11 @@ def _week_has_data(con: duckdb.DuckDBPyConnection, week: IsoWeek) -> bool:
     ).fetchall()[0][0]
     if not present:
         return False
-    return bool(con.execute("SELECT count(*) FROM weekly_summary WHERE week = ?", [week.label]).fetchall()[0][0])
+    return bool(
+        con.execute("SELECT count(*) FROM weekly_summary WHERE week = ?", [week.label]).fetchall()[
+            0
+        ][0]
+    )
 
 
 def export_week(

@@ -37,8 +37,12 @@ def escape_markdown(value: object) -> str:
     """
     text = " ".join(str(value).splitlines())
     text = _INLINE_SPECIAL.sub(r"\\\1", text)
-    text = _BLOCK_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit()
-                                                      else m.group(2) + "\\"), text)
+    text = _BLOCK_START.sub(
+        lambda m: (
+            m.group(1) + ("\\" + m.group(2) if not m.group(2).isdigit() else m.group(2) + "\\")
+        ),
+        text,
+    )
     return _break_autolinks(text)
 
 

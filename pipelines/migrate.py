@@ -17,14 +17,26 @@ from pipelines.sql import load_sql, statements
 UNKNOWN_CLUSTER = "unknown"
 """The cluster of a record whose node or job `nodes` does not place, in a fleet of several clusters."""
 
-NODE_TABLES = ("node_conditions", "gpu_samples", "gpu_instance_samples", "node_samples", "gpu_events", "maintenance")
+NODE_TABLES = (
+    "node_conditions",
+    "gpu_samples",
+    "gpu_instance_samples",
+    "node_samples",
+    "gpu_events",
+    "maintenance",
+)
 JOB_TABLES = ("jobs", "job_attempts", "rank_steps", "checkpoints")
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
-        "AND table_name = ? ORDER BY ordinal_position", [table]).fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
+            "AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    ]
 
 
 def tables_to_migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -39,7 +51,9 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
         return []
     con.execute("BEGIN TRANSACTION")
     try:
-        clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY 1").fetchall()]
+        clusters = [
+            r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY 1").fetchall()
+        ]
         fallback = clusters[0] if len(clusters) == 1 else UNKNOWN_CLUSTER
         params = {"fallback": fallback}
         for table in todo:
@@ -54,7 +68,9 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
                 "JOIN nodes n USING (node) GROUP BY a.job_id"
             )
         else:
-            con.execute("CREATE TEMP TABLE __job_cluster AS SELECT job_id, min(cluster) AS cluster FROM jobs GROUP BY 1")
+            con.execute(
+                "CREATE TEMP TABLE __job_cluster AS SELECT job_id, min(cluster) AS cluster FROM jobs GROUP BY 1"
+            )
         for table in todo:
             old = _columns(con, f"__old_{table}")
             names = ", ".join(f'o."{c}"' for c in old)

@@ -23,7 +23,9 @@ FORMATS = ("json", "csv")
 TABLES = ["node_remediation_history", "node_remediation", "node_cost", "nodes"]
 
 
-def remediation_plan(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str = "*") -> pl.DataFrame:
+def remediation_plan(
+    con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str = "*"
+) -> pl.DataFrame:
     """One row per node with a step recommended during `week` (docs/detection.md "Remediation plan")."""
     try:
         require_tables(con, ["cluster_schedulers"])
@@ -33,14 +35,25 @@ def remediation_plan(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str
         raise GpufleetError(missing.title, "Run `gpufleet compute --force` to build it.") from None
     require_tables(con, TABLES)
     if cluster != "*":
-        known = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY cluster").fetchall()]
+        known = [
+            r[0]
+            for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY cluster").fetchall()
+        ]
         if cluster not in known:
             raise GpufleetError(
-                f"Unknown cluster `{cluster}`.", f"Known clusters: {', '.join(known) or 'none'} (or * for all)."
+                f"Unknown cluster `{cluster}`.",
+                f"Known clusters: {', '.join(known) or 'none'} (or * for all).",
             )
-    return query_pl(con, "app/remediation_plan", {
-        "week": week.label, "week_start": week.start, "week_end": week.end, "cluster": cluster,
-    })
+    return query_pl(
+        con,
+        "app/remediation_plan",
+        {
+            "week": week.label,
+            "week_start": week.start,
+            "week_end": week.end,
+            "cluster": cluster,
+        },
+    )
 
 
 def _iso(value: Any) -> Any:

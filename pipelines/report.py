@@ -88,10 +88,20 @@ class WeeklyReport:
 
 
 REPORT_TABLES = derived(
-    "weekly_summary", "goodput_stack", "attempt_outcomes", "attempt_clusters",
-    "node_availability_daily", "node_state_intervals", "anomalies", "node_remediation_history",
+    "weekly_summary",
+    "goodput_stack",
+    "attempt_outcomes",
+    "attempt_clusters",
+    "node_availability_daily",
+    "node_state_intervals",
+    "anomalies",
+    "node_remediation_history",
     "goodput_segments",
-    "failure_escapes", "checkpoint_advice", "node_cost", "team_utilisation_weekly", "mig_packing",
+    "failure_escapes",
+    "checkpoint_advice",
+    "node_cost",
+    "team_utilisation_weekly",
+    "mig_packing",
 )
 
 
@@ -117,14 +127,16 @@ def build_report(
         weeks = [
             r[0]
             for r in con.execute(
-                "SELECT DISTINCT week FROM weekly_summary WHERE cluster = ? ORDER BY week", [cluster]
+                "SELECT DISTINCT week FROM weekly_summary WHERE cluster = ? ORDER BY week",
+                [cluster],
             ).fetchall()
         ]
         scope = "all clusters" if cluster == ALL_CLUSTERS else f"cluster `{cluster}`"
         raise GpufleetError(
             f"No data for week {week.label} ({scope}).",
-            f"Weeks with data: {', '.join(weeks)}." if weeks else
-            "The weekly summary is empty: load data and run `gpufleet compute`.",
+            f"Weeks with data: {', '.join(weeks)}."
+            if weeks
+            else "The weekly summary is empty: load data and run `gpufleet compute`.",
         )
     return WeeklyReport(
         week=week,
@@ -147,7 +159,9 @@ def build_report(
     )
 
 
-def _incomplete_windows(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> pl.DataFrame | None:
+def _incomplete_windows(
+    con: duckdb.DuckDBPyConnection, params: dict[str, Any]
+) -> pl.DataFrame | None:
     # A database from before the table existed has none (the next ingest creates it).
     present = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'ingest_incomplete' AND NOT temporary"
@@ -162,6 +176,7 @@ def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> p
 
 
 # ---------------------------------------------------------------- formatting
+
 
 def _missing(value: Any) -> TypeIs[None]:
     # TypeIs: where it returns False the value is a number (NaN returns True too; callers then
@@ -237,8 +252,12 @@ def _title(report: WeeklyReport) -> str:
 def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]], str]]:
     """(heading, header, rows, note) of every section, shared by Markdown and HTML."""
     summary = [
-        [r["label"], format_value(r["value"], r["unit"]), format_value(r["previous"], r["unit"]),
-         format_delta(r["delta"], r["unit"])]
+        [
+            r["label"],
+            format_value(r["value"], r["unit"]),
+            format_value(r["previous"], r["unit"]),
+            format_delta(r["delta"], r["unit"]),
+        ]
         for r in report.summary.iter_rows(named=True)
     ]
     stack = [
@@ -246,8 +265,15 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
         for r in report.goodput_stack.iter_rows(named=True)
     ]
     failures = [
-        [r["failure_class"], r["cause"], str(r["attempts"]), str(r["jobs"]), _gpu_h(r["gpu_h"]),
-         _pct(r["share"]), _pct(r["cumulative_share"])]
+        [
+            r["failure_class"],
+            r["cause"],
+            str(r["attempts"]),
+            str(r["jobs"]),
+            _gpu_h(r["gpu_h"]),
+            _pct(r["share"]),
+            _pct(r["cumulative_share"]),
+        ]
         for r in report.failures.iter_rows(named=True)
     ]
     not_failures = [
@@ -255,139 +281,371 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
         for r in report.not_failures.iter_rows(named=True)
     ]
     nodes = [
-        [r["node"], r["cluster"], r["gpu_model"] or "", _gpu_h(r["down_gpu_h"]),
-         _gpu_h(r["unavailable_gpu_h"]), _gpu_h(r["unknown_gpu_h"]), _pct(r["availability"]),
-         str(r["failed_attempts"]), ", ".join(str(c) for c in r["xid_codes"]) or "-",
-         _shorten(r["top_reason"] or "")]
+        [
+            r["node"],
+            r["cluster"],
+            r["gpu_model"] or "",
+            _gpu_h(r["down_gpu_h"]),
+            _gpu_h(r["unavailable_gpu_h"]),
+            _gpu_h(r["unknown_gpu_h"]),
+            _pct(r["availability"]),
+            str(r["failed_attempts"]),
+            ", ".join(str(c) for c in r["xid_codes"]) or "-",
+            _shorten(r["top_reason"] or ""),
+        ]
         for r in report.top_nodes.iter_rows(named=True)
     ]
     findings = [
-        [r["node"] or "", r["cluster"] or "", "" if r["gpu"] is None else str(r["gpu"]),
-         r["kind"] + (f" {r['xid']}" if r["xid"] else ""), r["severity"], r["action"] or "",
-         _ts(r["start_ts"]), _ts(r["end_ts"]) or "open", _gpu_h(r["goodput_lost_gpu_h"]), _gpu_h(r["impact_gpu_h"])]
+        [
+            r["node"] or "",
+            r["cluster"] or "",
+            "" if r["gpu"] is None else str(r["gpu"]),
+            r["kind"] + (f" {r['xid']}" if r["xid"] else ""),
+            r["severity"],
+            r["action"] or "",
+            _ts(r["start_ts"]),
+            _ts(r["end_ts"]) or "open",
+            _gpu_h(r["goodput_lost_gpu_h"]),
+            _gpu_h(r["impact_gpu_h"]),
+        ]
         for r in report.findings.iter_rows(named=True)
     ]
     remediation = [
-        [r["node"], r["cluster"] or "", r["step"], _ts(r["since"]), _ts(r["until"]) or "in force",
-         r["severity"], _shorten(r["why"] or "", 120)]
+        [
+            r["node"],
+            r["cluster"] or "",
+            r["step"],
+            _ts(r["since"]),
+            _ts(r["until"]) or "in force",
+            r["severity"],
+            _shorten(r["why"] or "", 120),
+        ]
         for r in report.remediation.iter_rows(named=True)
     ]
-    shown_trends = [(m.column, m.report_label, m.unit) for m in shown_trend_metrics(report.trends)
-                    if m.report_label is not None]
+    shown_trends = [
+        (m.column, m.report_label, m.unit)
+        for m in shown_trend_metrics(report.trends)
+        if m.report_label is not None
+    ]
     trends = [
-        [r["week"], "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
-         *[format_value(r[column], unit) for column, _, unit in shown_trends]]
+        [
+            r["week"],
+            "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
+            *[format_value(r[column], unit) for column, _, unit in shown_trends],
+        ]
         for r in report.trends.iter_rows(named=True)
     ]
     groups = [
-        [r["grouping"], r["name"], str(r["jobs"]), _gpu_h(r["allocated_gpu_h"]),
-         _gpu_h(r["productive_gpu_h"]), _gpu_h(r["init_gpu_h"]), _gpu_h(r["checkpoint_gpu_h"]),
-         _gpu_h(r["wasted_gpu_h"]), _gpu_h(r["other_gpu_h"]), _pct(r["goodput"])]
+        [
+            r["grouping"],
+            r["name"],
+            str(r["jobs"]),
+            _gpu_h(r["allocated_gpu_h"]),
+            _gpu_h(r["productive_gpu_h"]),
+            _gpu_h(r["init_gpu_h"]),
+            _gpu_h(r["checkpoint_gpu_h"]),
+            _gpu_h(r["wasted_gpu_h"]),
+            _gpu_h(r["other_gpu_h"]),
+            _pct(r["goodput"]),
+        ]
         for r in report.goodput_groups.iter_rows(named=True)
     ]
     escapes = [
-        [r["detector"], str(r["catches"]), str(r["escapes"]), str(r["placed_on_flagged"]),
-         format_value(r["median_lead_h"], "hours"), _gpu_h(r["late_remediation_gpu_h"])]
+        [
+            r["detector"],
+            str(r["catches"]),
+            str(r["escapes"]),
+            str(r["placed_on_flagged"]),
+            format_value(r["median_lead_h"], "hours"),
+            _gpu_h(r["late_remediation_gpu_h"]),
+        ]
         for r in report.escapes.iter_rows(named=True)
     ]
     checkpoints = [
-        [r["job_key"], str(r["jobs"]), str(r["gpus"]), _seconds(r["save_cost_s"]),
-         _seconds(r["current_interval_s"]), _seconds(r["optimal_interval_s"]),
-         _pct(r["lost_fraction_current"]), _pct(r["lost_fraction_optimal"]), _gpu_h(r["regained_gpu_h"])]
+        [
+            r["job_key"],
+            str(r["jobs"]),
+            str(r["gpus"]),
+            _seconds(r["save_cost_s"]),
+            _seconds(r["current_interval_s"]),
+            _seconds(r["optimal_interval_s"]),
+            _pct(r["lost_fraction_current"]),
+            _pct(r["lost_fraction_optimal"]),
+            _gpu_h(r["regained_gpu_h"]),
+        ]
         for r in report.checkpoints.iter_rows(named=True)
     ]
     costs = [
-        [r["node"], r["cluster"] or "", _gpu_h(r["lost_gpu_h"]), _gpu_h(r["failure_gpu_h"]),
-         _gpu_h(r["straggler_gpu_h"]), _gpu_h(r["waiting_gpu_h"]), _pct(r["fleet_goodput_without"]),
-         format_delta(r["goodput_regained"], "ratio")]
+        [
+            r["node"],
+            r["cluster"] or "",
+            _gpu_h(r["lost_gpu_h"]),
+            _gpu_h(r["failure_gpu_h"]),
+            _gpu_h(r["straggler_gpu_h"]),
+            _gpu_h(r["waiting_gpu_h"]),
+            _pct(r["fleet_goodput_without"]),
+            format_delta(r["goodput_regained"], "ratio"),
+        ]
         for r in report.node_cost.iter_rows(named=True)
     ]
     empty = pl.DataFrame()
     teams = [
-        [r["team"], r["queue"], str(r["jobs"]), _gpu_h(r["measured_gpu_h"]), _pct(r["busy_share"]),
-         _gpu_h(r["idle_gpu_h"]), ", ".join(r["top_idle_jobs"] or []) or "-"]
-        for r in (report.utilisation if report.utilisation is not None else empty).iter_rows(named=True)
+        [
+            r["team"],
+            r["queue"],
+            str(r["jobs"]),
+            _gpu_h(r["measured_gpu_h"]),
+            _pct(r["busy_share"]),
+            _gpu_h(r["idle_gpu_h"]),
+            ", ".join(r["top_idle_jobs"] or []) or "-",
+        ]
+        for r in (report.utilisation if report.utilisation is not None else empty).iter_rows(
+            named=True
+        )
     ]
     packing = [
-        [r["workload"], r["cluster"], r["gpu_model"], str(r["jobs"]), _gpu_h(r["gpu_h"]), _pct(r["p95_activity"]),
-         f"{r['peak_memory_gib']:,.1f} GiB", r["profile"], _gpu_h(r["freed_gpu_h"]), f"{r['gpus_freed']:,.2f}"]
-        for r in (report.mig_packing if report.mig_packing is not None else empty).iter_rows(named=True)
+        [
+            r["workload"],
+            r["cluster"],
+            r["gpu_model"],
+            str(r["jobs"]),
+            _gpu_h(r["gpu_h"]),
+            _pct(r["p95_activity"]),
+            f"{r['peak_memory_gib']:,.1f} GiB",
+            r["profile"],
+            _gpu_h(r["freed_gpu_h"]),
+            f"{r['gpus_freed']:,.2f}",
+        ]
+        for r in (report.mig_packing if report.mig_packing is not None else empty).iter_rows(
+            named=True
+        )
     ]
     sections = [
-        ("Summary", ["Metric", "This week", "Previous week", "Change"], summary,
-         ("Ratios are summed numerators over summed denominators; n/a: nothing to measure "
-          "(MTBF n/a: no failure this week).")),
-        ("Goodput stack (GPU-hours)", ["Level", "GPU-hours", "Share of capacity"], stack,
-         ("capacity = unavailable + unknown + idle + allocated; "
-          "allocated = init + checkpoint + wasted + other + productive.")),
-        ("Failures by class and cause",
-         ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"], failures,
-         ("Fleet failures (failed / node_fail attempts of class hardware, infrastructure by evidence, "
-          "software, unknown) that ended this week; cause: the hardware XID seen on the attempt's nodes "
-          "around its end, else node_fail, the anomaly or node state, else the exit code.")),
-        ("Not fleet failures: user and scheduler policy",
-         ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"], not_failures,
-         ("Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
-          "never counted as failures of the fleet, whatever else happened on the node.")),
-        (f"Trends ({TREND_WEEKS} weeks)", ["Week", "Cluster", *[t for _, t, _ in shown_trends]], trends,
-         ("Per ISO week and cluster, from the weekly summary; a week without data has no row. "
-          "MTBF n/a: no failure that week.")),
-        ("Goodput by team and queue",
-         ["By", "Name", "Jobs", "Allocated GPU-h", "Productive GPU-h", "Init GPU-h", "Checkpoint GPU-h",
-          "Wasted GPU-h", "Other GPU-h", "Goodput"], groups,
-         ("Allocated GPU-hours of the week split as the goodput stack splits them; goodput = "
-          "productive / allocated, summed over the group's jobs.")),
-        (f"Top {len(nodes)} nodes by lost GPU-hours",
-         ["Node", "Cluster", "GPU model", "Lost GPU-h", "Unavailable GPU-h", "Unknown GPU-h",
-          "Availability", "Failed attempts", "XIDs", "Top reason"], nodes,
-         "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed)."),
-        (f"Top {len(findings)} findings by goodput lost",
-         ["Node", "Cluster", "GPU", "Finding", "Severity", "Action", "Start (UTC)", "End (UTC)",
-          "Goodput lost GPU-h", "Impact GPU-h"], findings,
-         ("Goodput lost: wasted progress + recovery of the job attempts the finding ended (hardware "
-          "failures on its node around it). Impact: GPU-hours of jobs on the entity while it was open.")),
-        ("Remediation recommended this week",
-         ["Node", "Cluster", "Step", "Since (UTC)", "Until (UTC)", "Severity", "Why"], remediation,
-         ("From node_remediation_history: every step in force at some time of the week, "
-          "also those whose findings closed before its end.")),
-        ("Failure escapes by detector",
-         ["Detector", "Caught", "Escaped", "Placed on flagged", "Median lead", "Late remediation GPU-h"],
-         escapes,
-         ("Fleet failures (hardware or infrastructure) that ended this week. Caught: a finding or bad "
-          "condition was open before the failure; escaped: it opened only after (none: nothing saw it). "
-          "Late remediation: GPU-hours the caught failures still lost.")),
-        (f"Checkpoint advice (top {len(checkpoints)})",
-         ["Job (team/name)", "Runs", "GPUs", "Save cost", "Interval now", "Optimal interval",
-          "Lost now", "Lost at optimum", "GPU-h regained"], checkpoints,
-         ("Young/Daly optimum for the fleet's interruptions per node-hour times the job's nodes; "
-          "intervals are work time between saves.")),
-        (f"Node cost (top {len(costs)})",
-         ["Node", "Cluster", "Lost GPU-h", "Failures GPU-h", "Straggler GPU-h", "Down while jobs waited GPU-h",
-          "Fleet goodput without it", "Goodput regained"], costs,
-         "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday."),
-        (f"Utilisation by team and queue (top {len(teams)} by idle GPU-hours)",
-         ["Team", "Queue", "Jobs", "Allocated GPU-h (telemetry)", "Busy share", "Idle GPU-h", "Top idle jobs"],
-         teams,
-         ("Allocated GPU-hours seen in DCGM telemetry (MIG instances by their share of a GPU); busy share = "
-          "graphics-engine-active GPU-hours / allocated; idle: activity below the idle threshold for the "
-          "whole scrape window.")),
-        (f"MIG packing (top {len(packing)})",
-         ["Workload", "Cluster", "GPU model", "Jobs", "GPU-h", "p95 activity", "Peak memory", "MIG profile",
-          "GPU-h freed", "GPUs freed"], packing,
-         ("Workloads holding whole GPUs whose p95 activity and peak memory fit a MIG profile with headroom; "
-          "GPUs freed: GPU-hours freed / 168, on average over the week.")),
+        (
+            "Summary",
+            ["Metric", "This week", "Previous week", "Change"],
+            summary,
+            (
+                "Ratios are summed numerators over summed denominators; n/a: nothing to measure "
+                "(MTBF n/a: no failure this week)."
+            ),
+        ),
+        (
+            "Goodput stack (GPU-hours)",
+            ["Level", "GPU-hours", "Share of capacity"],
+            stack,
+            (
+                "capacity = unavailable + unknown + idle + allocated; "
+                "allocated = init + checkpoint + wasted + other + productive."
+            ),
+        ),
+        (
+            "Failures by class and cause",
+            ["Class", "Cause", "Attempts", "Jobs", "GPU-hours", "Share", "Cumulative"],
+            failures,
+            (
+                "Fleet failures (failed / node_fail attempts of class hardware, infrastructure by evidence, "
+                "software, unknown) that ended this week; cause: the hardware XID seen on the attempt's nodes "
+                "around its end, else node_fail, the anomaly or node state, else the exit code."
+            ),
+        ),
+        (
+            "Not fleet failures: user and scheduler policy",
+            ["Class", "Cause", "Attempts", "Jobs", "GPU-hours"],
+            not_failures,
+            (
+                "Cancelled, timed out, out of memory (user) and preempted or evicted (infrastructure by policy): "
+                "never counted as failures of the fleet, whatever else happened on the node."
+            ),
+        ),
+        (
+            f"Trends ({TREND_WEEKS} weeks)",
+            ["Week", "Cluster", *[t for _, t, _ in shown_trends]],
+            trends,
+            (
+                "Per ISO week and cluster, from the weekly summary; a week without data has no row. "
+                "MTBF n/a: no failure that week."
+            ),
+        ),
+        (
+            "Goodput by team and queue",
+            [
+                "By",
+                "Name",
+                "Jobs",
+                "Allocated GPU-h",
+                "Productive GPU-h",
+                "Init GPU-h",
+                "Checkpoint GPU-h",
+                "Wasted GPU-h",
+                "Other GPU-h",
+                "Goodput",
+            ],
+            groups,
+            (
+                "Allocated GPU-hours of the week split as the goodput stack splits them; goodput = "
+                "productive / allocated, summed over the group's jobs."
+            ),
+        ),
+        (
+            f"Top {len(nodes)} nodes by lost GPU-hours",
+            [
+                "Node",
+                "Cluster",
+                "GPU model",
+                "Lost GPU-h",
+                "Unavailable GPU-h",
+                "Unknown GPU-h",
+                "Availability",
+                "Failed attempts",
+                "XIDs",
+                "Top reason",
+            ],
+            nodes,
+            "Lost = unavailable + unknown (telemetry gaps count as lost: fail closed).",
+        ),
+        (
+            f"Top {len(findings)} findings by goodput lost",
+            [
+                "Node",
+                "Cluster",
+                "GPU",
+                "Finding",
+                "Severity",
+                "Action",
+                "Start (UTC)",
+                "End (UTC)",
+                "Goodput lost GPU-h",
+                "Impact GPU-h",
+            ],
+            findings,
+            (
+                "Goodput lost: wasted progress + recovery of the job attempts the finding ended (hardware "
+                "failures on its node around it). Impact: GPU-hours of jobs on the entity while it was open."
+            ),
+        ),
+        (
+            "Remediation recommended this week",
+            ["Node", "Cluster", "Step", "Since (UTC)", "Until (UTC)", "Severity", "Why"],
+            remediation,
+            (
+                "From node_remediation_history: every step in force at some time of the week, "
+                "also those whose findings closed before its end."
+            ),
+        ),
+        (
+            "Failure escapes by detector",
+            [
+                "Detector",
+                "Caught",
+                "Escaped",
+                "Placed on flagged",
+                "Median lead",
+                "Late remediation GPU-h",
+            ],
+            escapes,
+            (
+                "Fleet failures (hardware or infrastructure) that ended this week. Caught: a finding or bad "
+                "condition was open before the failure; escaped: it opened only after (none: nothing saw it). "
+                "Late remediation: GPU-hours the caught failures still lost."
+            ),
+        ),
+        (
+            f"Checkpoint advice (top {len(checkpoints)})",
+            [
+                "Job (team/name)",
+                "Runs",
+                "GPUs",
+                "Save cost",
+                "Interval now",
+                "Optimal interval",
+                "Lost now",
+                "Lost at optimum",
+                "GPU-h regained",
+            ],
+            checkpoints,
+            (
+                "Young/Daly optimum for the fleet's interruptions per node-hour times the job's nodes; "
+                "intervals are work time between saves."
+            ),
+        ),
+        (
+            f"Node cost (top {len(costs)})",
+            [
+                "Node",
+                "Cluster",
+                "Lost GPU-h",
+                "Failures GPU-h",
+                "Straggler GPU-h",
+                "Down while jobs waited GPU-h",
+                "Fleet goodput without it",
+                "Goodput regained",
+            ],
+            costs,
+            "GPU-hours jobs lost because of the node; goodput had it been replaced on Monday.",
+        ),
+        (
+            f"Utilisation by team and queue (top {len(teams)} by idle GPU-hours)",
+            [
+                "Team",
+                "Queue",
+                "Jobs",
+                "Allocated GPU-h (telemetry)",
+                "Busy share",
+                "Idle GPU-h",
+                "Top idle jobs",
+            ],
+            teams,
+            (
+                "Allocated GPU-hours seen in DCGM telemetry (MIG instances by their share of a GPU); busy share = "
+                "graphics-engine-active GPU-hours / allocated; idle: activity below the idle threshold for the "
+                "whole scrape window."
+            ),
+        ),
+        (
+            f"MIG packing (top {len(packing)})",
+            [
+                "Workload",
+                "Cluster",
+                "GPU model",
+                "Jobs",
+                "GPU-h",
+                "p95 activity",
+                "Peak memory",
+                "MIG profile",
+                "GPU-h freed",
+                "GPUs freed",
+            ],
+            packing,
+            (
+                "Workloads holding whole GPUs whose p95 activity and peak memory fit a MIG profile with headroom; "
+                "GPUs freed: GPU-hours freed / 168, on average over the week."
+            ),
+        ),
     ]
     if report.incomplete is not None and not report.incomplete.is_empty():
         windows = [
-            [f"{r['start_ts']:%Y-%m-%d %H:%M}", f"{r['end_ts']:%Y-%m-%d %H:%M}", r["queries"], _shorten(r["store_said"])]
+            [
+                f"{r['start_ts']:%Y-%m-%d %H:%M}",
+                f"{r['end_ts']:%Y-%m-%d %H:%M}",
+                r["queries"],
+                _shorten(r["store_said"]),
+            ]
             for r in report.incomplete.iter_rows(named=True)
         ]
-        sections.insert(0, (
-            "Telemetry incomplete from the store", ["From (UTC)", "To (UTC)", "Queries", "The store said"], windows,
-            ("Telemetry incomplete from the store for these windows: it answered only in part (loaded with "
-             "--allow-partial). Gaps and unknown hours there may be the store's, not the fleet's; the next "
-             "complete ingest fills them."),
-        ))
+        sections.insert(
+            0,
+            (
+                "Telemetry incomplete from the store",
+                ["From (UTC)", "To (UTC)", "Queries", "The store said"],
+                windows,
+                (
+                    "Telemetry incomplete from the store for these windows: it answered only in part (loaded with "
+                    "--allow-partial). Gaps and unknown hours there may be the store's, not the fleet's; the next "
+                    "complete ingest fills them."
+                ),
+            ),
+        )
     return sections
 
 
@@ -450,15 +708,22 @@ def _figures(report: WeeklyReport) -> list[Any]:
             go.Figure(
                 go.Waterfall(
                     x=stack["level"].to_list(),
-                    y=[v if k == "total" else -v
-                       for v, k in zip(stack["gpu_h"].to_list(), stack["kind"].to_list())],
-                    measure=["absolute" if lvl == "capacity" else "total" if k == "total" else "relative"
-                             for lvl, k in zip(stack["level"].to_list(), stack["kind"].to_list())],
+                    y=[
+                        v if k == "total" else -v
+                        for v, k in zip(stack["gpu_h"].to_list(), stack["kind"].to_list())
+                    ],
+                    measure=[
+                        "absolute" if lvl == "capacity" else "total" if k == "total" else "relative"
+                        for lvl, k in zip(stack["level"].to_list(), stack["kind"].to_list())
+                    ],
                     text=[_gpu_h(v) for v in stack["gpu_h"].to_list()],
                     textposition="outside",
                 ),
-                layout={"title": "Goodput stack (GPU-hours)", "yaxis_title": "GPU-hours",
-                        "showlegend": False},
+                layout={
+                    "title": "Goodput stack (GPU-hours)",
+                    "yaxis_title": "GPU-hours",
+                    "showlegend": False,
+                },
             )
         )
     failures = report.failures
@@ -467,12 +732,24 @@ def _figures(report: WeeklyReport) -> list[Any]:
         fig = go.Figure(
             [
                 go.Bar(x=labels, y=failures["attempts"].to_list(), name="attempts"),
-                go.Scatter(x=labels, y=[v * 100 for v in failures["cumulative_share"].to_list()],
-                           name="cumulative %", yaxis="y2", mode="lines+markers"),
+                go.Scatter(
+                    x=labels,
+                    y=[v * 100 for v in failures["cumulative_share"].to_list()],
+                    name="cumulative %",
+                    yaxis="y2",
+                    mode="lines+markers",
+                ),
             ],
-            layout={"title": "Failures by class and cause (Pareto)", "yaxis_title": "attempts",
-                    "yaxis2": {"overlaying": "y", "side": "right", "range": [0, 105],
-                               "title": "cumulative %"}},
+            layout={
+                "title": "Failures by class and cause (Pareto)",
+                "yaxis_title": "attempts",
+                "yaxis2": {
+                    "overlaying": "y",
+                    "side": "right",
+                    "range": [0, 105],
+                    "title": "cumulative %",
+                },
+            },
         )
         figures.append(fig)
     nodes = report.top_nodes
@@ -480,13 +757,25 @@ def _figures(report: WeeklyReport) -> list[Any]:
         figures.append(
             go.Figure(
                 [
-                    go.Bar(y=nodes["node"].to_list(), x=nodes["unavailable_gpu_h"].to_list(),
-                           name="unavailable", orientation="h"),
-                    go.Bar(y=nodes["node"].to_list(), x=nodes["unknown_gpu_h"].to_list(),
-                           name="unknown", orientation="h"),
+                    go.Bar(
+                        y=nodes["node"].to_list(),
+                        x=nodes["unavailable_gpu_h"].to_list(),
+                        name="unavailable",
+                        orientation="h",
+                    ),
+                    go.Bar(
+                        y=nodes["node"].to_list(),
+                        x=nodes["unknown_gpu_h"].to_list(),
+                        name="unknown",
+                        orientation="h",
+                    ),
                 ],
-                layout={"title": "Nodes by lost GPU-hours", "barmode": "stack",
-                        "xaxis_title": "GPU-hours", "yaxis": {"autorange": "reversed"}},
+                layout={
+                    "title": "Nodes by lost GPU-hours",
+                    "barmode": "stack",
+                    "xaxis_title": "GPU-hours",
+                    "yaxis": {"autorange": "reversed"},
+                },
             )
         )
     return figures
@@ -508,8 +797,9 @@ def to_html(report: WeeklyReport) -> str:
             f"<th{' class=n' if n else ''}>{esc(h)}</th>" for h, n in zip(header, numeric)
         )
         cells = "".join(
-            "<tr>" + "".join(f"<td{' class=n' if n else ''}>{esc(c)}</td>"
-                             for c, n in zip(row, numeric)) + "</tr>"
+            "<tr>"
+            + "".join(f"<td{' class=n' if n else ''}>{esc(c)}</td>" for c, n in zip(row, numeric))
+            + "</tr>"
             for row in rows
         )
         body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
@@ -546,13 +836,18 @@ def write_atomically(path: Path, text: str) -> None:
     rename replaces whatever is at `path` (a planted link included) instead of writing through it.
     """
     if path.resolve() == Path("/") or path.is_dir():
-        raise GpufleetError(f"`{path}` is a folder.", "Pass --out a file name, e.g. report-2026-W48.md.")
+        raise GpufleetError(
+            f"`{path}` is a folder.", "Pass --out a file name, e.g. report-2026-W48.md."
+        )
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as e:
-        raise GpufleetError(f"Cannot write into `{folder}`: {e.strerror}.", "Pass --out a file in a folder you can write.") from None
+        raise GpufleetError(
+            f"Cannot write into `{folder}`: {e.strerror}.",
+            "Pass --out a file in a folder you can write.",
+        ) from None
     try:
         with os.fdopen(fd, "w") as handle:
             os.fchmod(handle.fileno(), 0o644)  # mkstemp makes 0600; a report is meant to be shared
@@ -562,4 +857,7 @@ def write_atomically(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
-        raise GpufleetError(f"Cannot write `{path}`: {e.strerror}.", "Check the disk and the folder, then run again.") from None
+        raise GpufleetError(
+            f"Cannot write `{path}`: {e.strerror}.",
+            "Check the disk and the folder, then run again.",
+        ) from None

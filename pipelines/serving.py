@@ -121,6 +121,7 @@ def foreign_writer_error(db: Path, pid: int | None) -> DatabaseBusyError:
 
 # ---- the writers' lock ----------------------------------------------------------------------
 
+
 def _open_lock_file(path: Path) -> int:
     try:
         # O_NOFOLLOW: a link planted at the lock's name is refused, never followed. No O_TRUNC.
@@ -134,7 +135,9 @@ def _open_lock_file(path: Path) -> int:
         raise storage_error(e, path.parent, "create the lock file in") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise StorageError(f"`{path}` is not a regular file.", "Remove it; gpufleet creates the lock file itself.")
+        raise StorageError(
+            f"`{path}` is not a regular file.", "Remove it; gpufleet creates the lock file itself."
+        )
     return fd
 
 
@@ -188,11 +191,14 @@ def writer_lock(db: Path, command: str, wait_s: float | None = None) -> Iterator
 
 # ---- copying and publishing -----------------------------------------------------------------
 
+
 def clone_file(src: Path, dst: Path) -> str:
     """Copy `src` to the new file `dst` (mode kept); return how: `reflink` or `copy`."""
     with open(src, "rb") as fin:
         mode = stat.S_IMODE(os.fstat(fin.fileno()).st_mode)
-        out_fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+        out_fd = os.open(
+            dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode
+        )
         with open(out_fd, "wb") as fout:
             try:
                 fcntl.ioctl(fout.fileno(), _FICLONE, fin.fileno())
@@ -257,7 +263,8 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
     db = Path(db).absolute()
     if not db.parent.is_dir():
         raise DatabaseMissingError(
-            f"Folder `{db.parent}` of database `{db}` does not exist.", "Create the folder, or fix --db / GPUFLEET_DB."
+            f"Folder `{db.parent}` of database `{db}` does not exist.",
+            "Create the folder, or fix --db / GPUFLEET_DB.",
         )
     if not create and not db.exists():
         raise missing_error(db)
@@ -318,6 +325,7 @@ def _publish(copy: Path, db: Path) -> None:
 
 # ---- opening -------------------------------------------------------------------------------
 
+
 def open_database(path: Path, *, writable: bool) -> duckdb.DuckDBPyConnection:
     """A connection with UTC as time zone; faults become one-line errors."""
     from pipelines.store import connect
@@ -325,7 +333,9 @@ def open_database(path: Path, *, writable: bool) -> duckdb.DuckDBPyConnection:
     try:
         con = connect(path, read_only=not writable)
     except duckdb.Error as e:
-        raise explain(e, path) or GpufleetError(f"Cannot open database `{path}`: {first_line(e)}") from None
+        raise explain(e, path) or GpufleetError(
+            f"Cannot open database `{path}`: {first_line(e)}"
+        ) from None
     return con
 
 
@@ -347,7 +357,9 @@ def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
         con.close()
         if "lock" in str(e).lower():
             raise foreign_writer_error(db, duckdb_writer_pid(db)) from None
-        raise explain(e, db) or GpufleetError(f"Cannot open database `{db}`: {first_line(e)}") from None
+        raise explain(e, db) or GpufleetError(
+            f"Cannot open database `{db}`: {first_line(e)}"
+        ) from None
     return con
 
 
@@ -359,6 +371,7 @@ def missing_error(db: Path) -> DatabaseMissingError:
 
 
 # ---- faults as one line ---------------------------------------------------------------------
+
 
 def first_line(e: BaseException, limit: int = 200) -> str:
     text = str(e).strip().splitlines()
@@ -382,7 +395,9 @@ def storage_error(e: OSError, where: Path, doing: str = "write in") -> StorageEr
             "gpufleet writes a lock file and a private copy beside the database: make the folder "
             "writable for this user, or point --db at a writable folder.",
         )
-    return StorageError(f"Cannot {doing} `{where}`: {e.strerror or e}.", "The database is unchanged.")
+    return StorageError(
+        f"Cannot {doing} `{where}`: {e.strerror or e}.", "The database is unchanged."
+    )
 
 
 def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None:
@@ -394,7 +409,8 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
     if isinstance(e, (MemoryError, duckdb.OutOfMemoryException)):
         limit = os.environ.get("GPUFLEET_MEMORY_LIMIT")
         return OutOfMemoryError(
-            "Out of memory" + (f" under GPUFLEET_MEMORY_LIMIT={limit}" if limit else "")
+            "Out of memory"
+            + (f" under GPUFLEET_MEMORY_LIMIT={limit}" if limit else "")
             + (f": {first_line(e)}" if str(e) else "."),
             "Raise GPUFLEET_MEMORY_LIMIT (or free memory) and run again; the database is unchanged.",
         )
@@ -410,17 +426,23 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
                 "Free disk space (or raise the file size limit) and run again; what was there before is unchanged.",
             )
         if "read-only file system" in lower or "permission denied" in lower:
-            return StorageError(f"Cannot write: {first_line(e)}", "Make the folder writable and run again.")
+            return StorageError(
+                f"Cannot write: {first_line(e)}", "Make the folder writable and run again."
+            )
         if (
             "not a valid duckdb database file" in lower
             or "corrupt" in lower
             or "checksum" in lower
             or "could not read enough bytes" in lower
             or "database file is truncated" in lower
-            or ("serialization" in lower and isinstance(e, (duckdb.IOException, duckdb.SerializationException)))
+            or (
+                "serialization" in lower
+                and isinstance(e, (duckdb.IOException, duckdb.SerializationException))
+            )
         ):
             return DatabaseCorruptError(
-                f"Database `{where}` is damaged or not a DuckDB file." if where
+                f"Database `{where}` is damaged or not a DuckDB file."
+                if where
                 else f"The database is damaged or not a DuckDB file: {first_line(e)}",
                 "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
             )

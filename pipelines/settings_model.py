@@ -57,11 +57,17 @@ def toml_key(key: Any) -> str:
     return text if _BARE_KEY.match(text) else json.dumps(text, ensure_ascii=False)
 
 
-_NOUNS = {bool: ("true or false", "booleans"), int: ("an integer", "integers"),
-          float: ("a number", "numbers"), str: ("a string", "strings")}
+_NOUNS = {
+    bool: ("true or false", "booleans"),
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    str: ("a string", "strings"),
+}
 
 
-def describe_type(annotation: Any, metadata: list[Any] | tuple[Any, ...] = (), plural: bool = False) -> str:
+def describe_type(
+    annotation: Any, metadata: list[Any] | tuple[Any, ...] = (), plural: bool = False
+) -> str:
     """`list[str]` -> `a list of strings`, `int` with `Gt(0)` -> `an integer > 0`."""
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
@@ -92,7 +98,9 @@ def _dotted(section: str, loc: tuple[Any, ...]) -> str:
     return text
 
 
-def _error_line(cls: type, section: str, error: Any, origins: Mapping[str, str], default_origin: str) -> str:
+def _error_line(
+    cls: type, section: str, error: Any, origins: Mapping[str, str], default_origin: str
+) -> str:
     loc = tuple(error["loc"])
     key = str(loc[0]) if loc else ""
     origin = origins.get(key, default_origin)
@@ -100,7 +108,9 @@ def _error_line(cls: type, section: str, error: Any, origins: Mapping[str, str],
     if error["type"] == "unexpected_keyword_argument" or key not in fields:
         close = difflib.get_close_matches(key, list(fields), n=1)
         guess = f"did you mean `{close[0]}`?" if close else f"known: {', '.join(fields)}."
-        return f"{origin}: unknown setting `{section}.{key}` = {toml_value(error['input'])}; {guess}"
+        return (
+            f"{origin}: unknown setting `{section}.{key}` = {toml_value(error['input'])}; {guess}"
+        )
     field = fields[key]
     expected = describe_type(field.annotation, field.metadata)
     line = f"{origin}: `{_dotted(section, loc)}` must be {expected}"

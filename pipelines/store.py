@@ -41,7 +41,9 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> duckdb.DuckDBPyConnection:
+def connect(
+    path: str | Path, *, read_only: bool = False, retries: int = 0
+) -> duckdb.DuckDBPyConnection:
     """Open this very file with UTC as the session time zone.
 
     gpufleet commands reach `--db` through `pipelines.serving` (writers publish a copy,
@@ -63,13 +65,17 @@ def connect(path: str | Path, *, read_only: bool = False, retries: int = 0) -> d
             break
         except duckdb.IOException as e:
             if "lock" not in str(e).lower():
-                raise explain(e, path) or GpufleetError(f"Cannot open database `{path}`: {first_line(e)}") from None
+                raise explain(e, path) or GpufleetError(
+                    f"Cannot open database `{path}`: {first_line(e)}"
+                ) from None
             if attempt == retries:
                 raise foreign_writer_error(path, duckdb_writer_pid(path)) from None
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
         except duckdb.Error as e:
-            raise explain(e, path) or GpufleetError(f"Cannot open database `{path}`: {first_line(e)}") from None
+            raise explain(e, path) or GpufleetError(
+                f"Cannot open database `{path}`: {first_line(e)}"
+            ) from None
     con.execute("SET TimeZone = 'UTC'")
     if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
         # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
@@ -208,47 +214,78 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> Ch
             checks.append((c.name, f"{ref} IS NULL", "value is required but empty"))
         if source_types[c.name] != c.type:
             # A column that already has the target type (typed Parquet) cannot fail the cast.
-            checks.append((c.name, f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL",
-                           f"value is not a valid {c.type}"))
+            checks.append(
+                (
+                    c.name,
+                    f"{ref} IS NOT NULL AND TRY_CAST({ref} AS {c.type}) IS NULL",
+                    f"value is not a valid {c.type}",
+                )
+            )
         allowed = ALLOWED_VALUES.get((item.table, c.name))
         if allowed:
             values = ", ".join("'" + v.replace("'", "''") + "'" for v in allowed)
-            checks.append((c.name, f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})",
-                           f"value is not one of {', '.join(allowed)}"))
+            checks.append(
+                (
+                    c.name,
+                    f"{ref} IS NOT NULL AND CAST({ref} AS VARCHAR) NOT IN ({values})",
+                    f"value is not one of {', '.join(allowed)}",
+                )
+            )
     types = {c.name: c.type for c in columns}
     for name in NON_NEGATIVE.get(item.table, ()):
         if name in present:
-            checks.append((name, f"{_typed(quote_ident(name), source_types[name], types[name])} < 0",
-                           "value cannot be negative"))
+            checks.append(
+                (
+                    name,
+                    f"{_typed(quote_ident(name), source_types[name], types[name])} < 0",
+                    "value cannot be negative",
+                )
+            )
     for name in FINITE_COLUMNS.get(item.table, ()):
         if name in present:
-            checks.append((name, f"NOT isfinite({_typed(quote_ident(name), source_types[name], 'DOUBLE')})",
-                           "value is not a finite number (NaN or infinity)"))
+            checks.append(
+                (
+                    name,
+                    f"NOT isfinite({_typed(quote_ident(name), source_types[name], 'DOUBLE')})",
+                    "value is not a finite number (NaN or infinity)",
+                )
+            )
     clip = "0"
     if item.table == "rank_steps" and {"step_s", "compute_s"} <= set(present):
         step = _typed("step_s", source_types["step_s"], "DOUBLE")
         busy = _typed("compute_s", source_types["compute_s"], "DOUBLE")
-        problem = (f"compute_s is more than {COMPUTE_ROUNDING_S * 1000:g} ms above step_s "
-                   "(busy time cannot exceed the step's wall time)")
+        problem = (
+            f"compute_s is more than {COMPUTE_ROUNDING_S * 1000:g} ms above step_s "
+            "(busy time cannot exceed the step's wall time)"
+        )
         checks.append(("compute_s", f"{busy} > {step} + {COMPUTE_ROUNDING_S}", problem))
         clip = f"count(*) FILTER (WHERE {busy} > {step})"
     interval = INTERVAL_COLUMNS.get(item.table)
     if interval and set(interval) <= set(present):
         start, end = (f"TRY_CAST({quote_ident(c)} AS TIMESTAMPTZ)" for c in interval)
-        checks.append((interval[1], f"{end} < {start}", f"the interval ends before its `{interval[0]}`"))
+        checks.append(
+            (interval[1], f"{end} < {start}", f"the interval ends before its `{interval[0]}`")
+        )
     firsts = "".join(f", min({ROW_COLUMN}) FILTER (WHERE {pred})" for _, pred, _ in checks)
     has_ts = "ts" in present
-    ts = "ts" if source_types.get("ts") == "TIMESTAMP WITH TIME ZONE" else "TRY_CAST(ts AS TIMESTAMPTZ)"
+    ts = (
+        "ts"
+        if source_types.get("ts") == "TIMESTAMP WITH TIME ZONE"
+        else "TRY_CAST(ts AS TIMESTAMPTZ)"
+    )
     ts_range = f"min({ts}), max({ts})" if has_ts else "NULL, NULL"
     result = con.execute(f"SELECT count(*), {ts_range}, {clip}{firsts} FROM {view}").fetchall()[0]
     rows, min_ts, max_ts, clipped, *first_bad = result
     bad = [(row, i) for i, row in enumerate(first_bad) if row is not None]
-    kwargs_for = (lambda row: {"line": row}) if item.position == "line" else (lambda row: {"row": row})
+    kwargs_for = (
+        (lambda row: {"line": row}) if item.position == "line" else (lambda row: {"row": row})
+    )
     if bad:
         row, i = min(bad)
         column, _, problem = checks[i]
         value = con.execute(
-            f"SELECT CAST({quote_ident(column)} AS VARCHAR) FROM {view} WHERE {ROW_COLUMN} = ?", [row]
+            f"SELECT CAST({quote_ident(column)} AS VARCHAR) FROM {view} WHERE {ROW_COLUMN} = ?",
+            [row],
         ).fetchall()
         shown = value[0][0] if value else None
         raise InputError(problem, file=item.origin, column=column, value=shown, **kwargs_for(row))
@@ -276,7 +313,9 @@ def _may_repeat_a_key(con: duckdb.DuckDBPyConnection, view: str, key_hash: str, 
     for part in range(passes):
         # Equal keys have equal hashes, so splitting by hash value keeps every repeat in one pass.
         where = f" WHERE h % {passes} = {part}" if passes > 1 else ""
-        hashes = con.execute(f"SELECT h FROM (SELECT {key_hash} AS h FROM {view}){where}").fetchnumpy()["h"]
+        hashes = con.execute(
+            f"SELECT h FROM (SELECT {key_hash} AS h FROM {view}){where}"
+        ).fetchnumpy()["h"]
         hashes.sort()
         if (hashes[1:] == hashes[:-1]).any():
             return True
@@ -301,9 +340,14 @@ def _repeats(
     """
     keys = NATURAL_KEYS[item.table]
     types = {c.name: c.type for c in columns}
-    key_hash = "hash(" + ", ".join(
-        _typed(quote_ident(k), source_types.get(k), types[k]) if k in present else "NULL" for k in keys
-    ) + ")"
+    key_hash = (
+        "hash("
+        + ", ".join(
+            _typed(quote_ident(k), source_types.get(k), types[k]) if k in present else "NULL"
+            for k in keys
+        )
+        + ")"
+    )
     if not _may_repeat_a_key(con, view, key_hash, rows):
         return 0
     names = ", ".join(quote_ident(c.name) for c in columns)
@@ -336,7 +380,9 @@ def _repeats(
                 if a != b
             ]
             where = "line" if item.position == "line" else "row"
-            shown_key = ", ".join(f"{k} `{v}`" for k, v in zip(column_names, differ[0], strict=True) if k in keys)
+            shown_key = ", ".join(
+                f"{k} `{v}`" for k, v in zip(column_names, differ[0], strict=True) if k in keys
+            )
             raise InputError(
                 f"{where}s {first} and {second} are the same record ({shown_key}) with different values: "
                 + "; ".join(changed),
@@ -348,13 +394,17 @@ def _repeats(
         con.execute("DROP TABLE IF EXISTS __records")
 
 
-def _check_identity(con: duckdb.DuckDBPyConnection, item: TableInput, keys: tuple[str, ...]) -> None:
+def _check_identity(
+    con: duckdb.DuckDBPyConnection, item: TableInput, keys: tuple[str, ...]
+) -> None:
     """Refuse a batch that changes what identifies an ended record (a different job reusing the id)."""
     columns = IDENTITY_WHEN_ENDED.get(item.table)
     if not columns:
         return
     table = quote_ident(item.table)
-    match = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys)
+    match = " AND ".join(
+        f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys
+    )
     for name in columns:
         ref = quote_ident(name)
         found = con.execute(
@@ -386,7 +436,9 @@ def _merge(
     present = set(con.sql(f"SELECT * FROM {view} LIMIT 0").columns)
     select = _typed_select(columns, present)
     keys = NATURAL_KEYS[item.table]
-    match = " AND ".join(f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys)
+    match = " AND ".join(
+        f"t.{quote_ident(k)} IS NOT DISTINCT FROM s.{quote_ident(k)}" for k in keys
+    )
     key_list = ", ".join(quote_ident(k) for k in keys)
     typed = f"(SELECT {select}, {ROW_COLUMN} FROM {view})"
     if checked.repeats:
@@ -396,17 +448,28 @@ def _merge(
     distinct = checked.rows - checked.repeats
 
     def result(new: int, updated: int) -> LoadResult:
-        return LoadResult(item.table, checked.rows, new, updated, distinct - new - updated,
-                          checked.repeats, checked.clipped)
+        return LoadResult(
+            item.table,
+            checked.rows,
+            new,
+            updated,
+            distinct - new - updated,
+            checked.repeats,
+            checked.clipped,
+        )
 
     if item.table == "rank_steps" and checked.clipped:
-        names_clipped = names.replace('"compute_s"', 'least("compute_s", "step_s") AS "compute_s"', 1)
+        names_clipped = names.replace(
+            '"compute_s"', 'least("compute_s", "step_s") AS "compute_s"', 1
+        )
     else:
         names_clipped = names
     if item.table in UPSERT_TABLES:
         # Created inside the load's transaction: a failure rolls it back with everything else (no
         # cleanup statement may run in an aborted transaction, it would hide the real error).
-        con.execute(f"CREATE OR REPLACE TEMP TABLE __stage AS SELECT {names}, {ROW_COLUMN} FROM {typed}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __stage AS SELECT {names}, {ROW_COLUMN} FROM {typed}"
+        )
         _check_identity(con, item, keys)
         new = con.execute(
             f"SELECT count(*) FROM __stage s WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match})"
@@ -415,7 +478,9 @@ def _merge(
             f"SELECT count(*) FROM (SELECT {names} FROM __stage EXCEPT SELECT {names} FROM {table})"
         ).fetchall()[0][0]
         if changed:
-            con.execute(f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})")
+            con.execute(
+                f"DELETE FROM {table} t WHERE EXISTS (SELECT 1 FROM __stage s WHERE {match})"
+            )
             con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
         con.execute("DROP TABLE __stage")
         return result(new, changed - new)
@@ -457,14 +522,19 @@ def _registered(con: duckdb.DuckDBPyConnection, items: list[TableInput]) -> Iter
 
 @contextmanager
 def _resolved(
-    con: duckdb.DuckDBPyConnection, items: list[TableInput], registered: list[str], cluster: str | None
+    con: duckdb.DuckDBPyConnection,
+    items: list[TableInput],
+    registered: list[str],
+    cluster: str | None,
 ) -> Iterator[list[str]]:
     from pipelines.cluster_resolution import Item, drop_resolution, resolve_clusters
 
     views: list[str] = []
     try:
         views = resolve_clusters(
-            con, [Item(i.table, i.origin, i.position, v) for i, v in zip(items, registered)], cluster
+            con,
+            [Item(i.table, i.origin, i.position, v) for i, v in zip(items, registered)],
+            cluster,
         )
         yield views
     finally:
@@ -532,4 +602,6 @@ def data_version(con: duckdb.DuckDBPyConnection) -> int:
 def row_counts(
     con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] = LANDING_TABLES
 ) -> dict[str, int]:
-    return {t: con.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchall()[0][0] for t in tables}
+    return {
+        t: con.execute(f"SELECT count(*) FROM {quote_ident(t)}").fetchall()[0][0] for t in tables
+    }

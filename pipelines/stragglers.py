@@ -48,7 +48,9 @@ RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
-def mann_whitney_greater(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def mann_whitney_greater(
+    values: np.ndarray, groups: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Mann-Whitney U test of each group's values against all other values.
 
     `groups[i]` in 0..n_groups-1 names the group of `values[i]`. Returns (U, p) per group,
@@ -64,7 +66,11 @@ def mann_whitney_greater(values: np.ndarray, groups: np.ndarray, n_groups: int) 
     n2 = total - n1
     u = rank_sums - n1 * (n1 + 1) / 2
     _, tie_counts = np.unique(values, return_counts=True)
-    tie_term = float(np.sum(tie_counts.astype(np.float64) ** 3 - tie_counts)) / (total * (total - 1)) if total > 1 else 0.0
+    tie_term = (
+        float(np.sum(tie_counts.astype(np.float64) ** 3 - tie_counts)) / (total * (total - 1))
+        if total > 1
+        else 0.0
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         sd = np.sqrt(n1 * n2 / 12 * ((total + 1) - tie_term))
         z = (u - n1 * n2 / 2 - 0.5) / sd
@@ -95,18 +101,15 @@ def lower_median(values: np.ndarray) -> float:
 
 def _attempt_stats(times: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
     """Per-rank statistics of one attempt's rows (sorted by rank, step) and its episodes."""
-    per_rank = (
-        times.group_by("rank", maintain_order=True)
-        .agg(
-            pl.col("node").last(),
-            pl.col("gpu").last(),
-            pl.col("ratio").drop_nulls().len().alias("steps"),
-            pl.col("ratio").median().alias("median_ratio"),
-            pl.col("ratio").quantile(0.95, interpolation="linear").alias("p95_ratio"),
-            pl.col("is_slowest").mean().alias("slowest_share"),
-            pl.col("drag_s").sum().alias("drag_s"),
-            pl.col("time_s").sort().get((pl.col("time_s").len() - 1) // 2).alias("median_time_s"),
-        )
+    per_rank = times.group_by("rank", maintain_order=True).agg(
+        pl.col("node").last(),
+        pl.col("gpu").last(),
+        pl.col("ratio").drop_nulls().len().alias("steps"),
+        pl.col("ratio").median().alias("median_ratio"),
+        pl.col("ratio").quantile(0.95, interpolation="linear").alias("p95_ratio"),
+        pl.col("is_slowest").mean().alias("slowest_share"),
+        pl.col("drag_s").sum().alias("drag_s"),
+        pl.col("time_s").sort().get((pl.col("time_s").len() - 1) // 2).alias("median_time_s"),
     )
     valid = times.filter(pl.col("ratio").is_not_null())
     rank_ids = per_rank["rank"].to_numpy()
@@ -120,13 +123,20 @@ def _attempt_stats(times: pl.DataFrame, episodes: pl.DataFrame) -> pl.DataFrame:
         pl.Series("p_value_raw", p),
     )
     if episodes.is_empty():  # the usual case: skip the join
-        return stats_.with_columns(pl.lit(0, pl.Int32).alias("episodes"), pl.lit(0.0).alias("episode_share"))
+        return stats_.with_columns(
+            pl.lit(0, pl.Int32).alias("episodes"), pl.lit(0.0).alias("episode_share")
+        )
     in_episodes = episodes.group_by("rank").agg(
-        pl.len().cast(pl.Int32).alias("episodes"), pl.col("rows").sum().alias("episode_rows"))
-    return stats_.join(in_episodes, on="rank", how="left", coalesce=True).with_columns(
-        pl.col("episodes").fill_null(0),
-        (pl.col("episode_rows").fill_null(0) / pl.col("steps")).alias("episode_share"),
-    ).drop("episode_rows")
+        pl.len().cast(pl.Int32).alias("episodes"), pl.col("rows").sum().alias("episode_rows")
+    )
+    return (
+        stats_.join(in_episodes, on="rank", how="left", coalesce=True)
+        .with_columns(
+            pl.col("episodes").fill_null(0),
+            (pl.col("episode_rows").fill_null(0) / pl.col("steps")).alias("episode_share"),
+        )
+        .drop("episode_rows")
+    )
 
 
 def rank_slowdown_frame(times: pl.DataFrame, settings: Settings) -> pl.DataFrame:
@@ -145,15 +155,22 @@ def rank_tables_frame(times: pl.DataFrame, settings: Settings) -> tuple[pl.DataF
         episodes = attempt_episodes(group, params)
         if episodes is not None:
             episode_parts.append(episodes)
-        parts.append(_attempt_stats(group, no_episodes if episodes is None else episodes).with_columns(
-            pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")))
+        parts.append(
+            _attempt_stats(group, no_episodes if episodes is None else episodes).with_columns(
+                pl.lit(job_id).alias("job_id"), pl.lit(attempt).alias("attempt")
+            )
+        )
     all_episodes = pl.concat(episode_parts, how="vertical")
     if not parts:
         return pl.DataFrame(schema=RANK_SLOWDOWN_COLUMNS), all_episodes
     frame = pl.concat(parts, how="diagonal_relaxed")
     adjusted = []
     for _, group in frame.group_by("job_id", maintain_order=True):
-        adjusted.append(group.with_columns(pl.Series("p_value", holm(group["p_value_raw"].to_numpy().astype(np.float64)))))
+        adjusted.append(
+            group.with_columns(
+                pl.Series("p_value", holm(group["p_value_raw"].to_numpy().astype(np.float64)))
+            )
+        )
     frame = pl.concat(adjusted)
     frame = frame.with_columns(
         (pl.col("relative_score") < s.relative_score_threshold).alias("relative_flagged"),
@@ -166,9 +183,9 @@ def rank_tables_frame(times: pl.DataFrame, settings: Settings) -> tuple[pl.DataF
     # a statistic that cannot be computed (one rank alone, all times equal) is unknown: NULL, not NaN
     floats = [name for name, dtype in RANK_SLOWDOWN_COLUMNS.items() if dtype == pl.Float64()]
     frame = frame.with_columns(pl.col(floats).fill_nan(None))
-    frame = frame.select([pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]).sort(
-        ["job_id", "attempt", "rank"]
-    )
+    frame = frame.select(
+        [pl.col(name).cast(dtype) for name, dtype in RANK_SLOWDOWN_COLUMNS.items()]
+    ).sort(["job_id", "attempt", "rank"])
     return frame, all_episodes
 
 
@@ -180,7 +197,9 @@ def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> 
     return stream_rank_tables(con, settings)[0]
 
 
-def stream_rank_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame]:
+def stream_rank_tables(
+    con: duckdb.DuckDBPyConnection, settings: Settings
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(`rank_slowdown`, `rank_episodes`) rows, reading `rank_step_times` in batches, one whole job at a time.
 
     The rows arrive sorted by job, so every job before the last one of a batch is complete; its
@@ -188,7 +207,9 @@ def stream_rank_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> tu
     batch plus one job's rows, not the 30 M rank rows of a 512-node week.
     """
     sql = load_sql("derived/rank_step_times")
-    reader = con.sql(sql, params=bind(sql, settings.sql_params())).to_arrow_reader(STREAM_BATCH_ROWS)
+    reader = con.sql(sql, params=bind(sql, settings.sql_params())).to_arrow_reader(
+        STREAM_BATCH_ROWS
+    )
     parts: list[pl.DataFrame] = []
     episodes: list[pl.DataFrame] = []
     pending = pl.from_arrow(reader.schema.empty_table())
@@ -205,8 +226,10 @@ def stream_rank_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> tu
         frame, found = rank_tables_frame(pending, settings)
         parts.append(frame)
         episodes.append(found)
-    return (pl.concat(parts, how="vertical").sort(["job_id", "attempt", "rank"]),
-            pl.concat(episodes, how="vertical").sort(["job_id", "attempt", "rank", "episode"]))
+    return (
+        pl.concat(parts, how="vertical").sort(["job_id", "attempt", "rank"]),
+        pl.concat(episodes, how="vertical").sort(["job_id", "attempt", "rank", "episode"]),
+    )
 
 
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

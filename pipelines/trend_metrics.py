@@ -41,8 +41,12 @@ TREND_METRICS: tuple[TrendMetric, ...] = (
     TrendMetric("ettr", "ETTR %", "ETTR", "ratio"),
     TrendMetric("mtbf_h", "MTBF (h)", "MTBF", "hours"),
     TrendMetric("mttr_h", "MTTR (h)", "MTTR", "hours"),
-    TrendMetric("interruptions_per_1k_gpu_days", "Interruptions / 1,000 GPU-days",
-                "Interruptions / 1,000 GPU-days", "per 1,000 GPU-days"),
+    TrendMetric(
+        "interruptions_per_1k_gpu_days",
+        "Interruptions / 1,000 GPU-days",
+        "Interruptions / 1,000 GPU-days",
+        "per 1,000 GPU-days",
+    ),
     TrendMetric("escape_rate", "Escape rate %", "Escape rate", "ratio", only_when_present=True),
 )
 
@@ -50,7 +54,8 @@ TREND_METRICS: tuple[TrendMetric, ...] = (
 def shown_trend_metrics(trends: pl.DataFrame) -> list[TrendMetric]:
     """TREND_METRICS without the optional ones no week of `trends` has a value for."""
     return [
-        metric for metric in TREND_METRICS
+        metric
+        for metric in TREND_METRICS
         if not metric.only_when_present
         or (metric.column in trends.columns and trends[metric.column].is_not_null().any())
     ]

@@ -13,7 +13,9 @@ from collections.abc import Iterable
 import duckdb
 
 
-def table_rows(con: duckdb.DuckDBPyConnection, table: str, ignore: Iterable[str] = ()) -> list[tuple]:
+def table_rows(
+    con: duckdb.DuckDBPyConnection, table: str, ignore: Iterable[str] = ()
+) -> list[tuple]:
     """Every row of `table`, columns in name order (minus `ignore`), sorted."""
     columns = sorted(d[0] for d in con.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
     kept = [c for c in columns if c not in set(ignore)]
@@ -38,14 +40,19 @@ def same_value(a: object, b: object) -> bool:
 
 
 def table_differences(
-    left: duckdb.DuckDBPyConnection, right: duckdb.DuckDBPyConnection, table: str, ignore: Iterable[str] = ()
+    left: duckdb.DuckDBPyConnection,
+    right: duckdb.DuckDBPyConnection,
+    table: str,
+    ignore: Iterable[str] = (),
 ) -> str | None:
     """None when `table` holds the same rows in both; else a short description of the first difference."""
     a, b = table_rows(left, table, ignore), table_rows(right, table, ignore)
     if len(a) != len(b):
         extra_a = [r for r in a if r not in b][:3]
         extra_b = [r for r in b if r not in a][:3]
-        return f"{table}: {len(a)} rows against {len(b)}; only left: {extra_a}; only right: {extra_b}"
+        return (
+            f"{table}: {len(a)} rows against {len(b)}; only left: {extra_a}; only right: {extra_b}"
+        )
     for x, y in zip(a, b, strict=True):
         if not same_value(x, y):
             return f"{table}: {x} against {y}"

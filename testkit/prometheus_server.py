@@ -38,8 +38,18 @@ def backfill(frames: dict[str, pl.DataFrame], storage: Path, host_label: str = "
     samples = write_openmetrics(frames, text, host_label)
     # A week in hours: promtool 2.x reads a Go duration, which has no `d` unit.
     subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=168h", str(text), str(storage)],
-        check=True, capture_output=True, timeout=600 + samples // 20_000,
+        [
+            PROMTOOL,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "--max-block-duration=168h",
+            str(text),
+            str(storage),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600 + samples // 20_000,
     )
     text.unlink()
     return samples
@@ -83,12 +93,54 @@ def make_certificates(directory: Path) -> Certificates:
     ca_key, request = directory / "ca.key", directory / "server.csr"
     new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     for args in (
-        ["req", "-x509", "-config", config, "-extensions", "ca", *new_key, "-keyout", ca_key,
-         "-out", files.ca_cert, "-days", "2"],
-        ["req", "-new", "-config", config, *new_key, "-keyout", files.server_key, "-out", request,
-         "-subj", "/CN=127.0.0.1"],
-        ["x509", "-req", "-in", request, "-CA", files.ca_cert, "-CAkey", ca_key, "-set_serial", "1",
-         "-days", "2", "-extfile", config, "-extensions", "server", "-out", files.server_cert],
+        [
+            "req",
+            "-x509",
+            "-config",
+            config,
+            "-extensions",
+            "ca",
+            *new_key,
+            "-keyout",
+            ca_key,
+            "-out",
+            files.ca_cert,
+            "-days",
+            "2",
+        ],
+        [
+            "req",
+            "-new",
+            "-config",
+            config,
+            *new_key,
+            "-keyout",
+            files.server_key,
+            "-out",
+            request,
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        [
+            "x509",
+            "-req",
+            "-in",
+            request,
+            "-CA",
+            files.ca_cert,
+            "-CAkey",
+            ca_key,
+            "-set_serial",
+            "1",
+            "-days",
+            "2",
+            "-extfile",
+            config,
+            "-extensions",
+            "server",
+            "-out",
+            files.server_cert,
+        ],
     ):
         subprocess.run([OPENSSL, *map(str, args)], check=True, capture_output=True, timeout=60)
     return files
@@ -135,7 +187,8 @@ def prometheus_server(storage: Path, tls: Certificates | None = None) -> Iterato
             "--query.max-samples=200000000",
             *web,
         ],
-        stdout=log, stderr=subprocess.STDOUT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     scheme = "https" if tls is not None else "http"
     server = Server(f"{scheme}://127.0.0.1:{port}", process)
@@ -143,9 +196,13 @@ def prometheus_server(storage: Path, tls: Certificates | None = None) -> Iterato
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {(storage.parent / f'{storage.name}.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"prometheus exited: {(storage.parent / f'{storage.name}.log').read_text()[-2000:]}"
+                )
             try:
-                ready = requests.get(f"{server.url}/-/ready", timeout=1, verify=str(tls.ca_cert) if tls else True)
+                ready = requests.get(
+                    f"{server.url}/-/ready", timeout=1, verify=str(tls.ca_cert) if tls else True
+                )
                 if ready.status_code == 200:
                     break
             except requests.RequestException:

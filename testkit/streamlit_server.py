@@ -29,8 +29,13 @@ from testkit.ports import free_port
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
@@ -45,8 +50,9 @@ class Served:
     process: subprocess.Popen[bytes]
 
 
-def wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path,
-                       timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+def wait_until_serving(
+    url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float = STARTUP_TIMEOUT_S
+) -> None:
     """Wait for the health check at `url`; raise (with the log's end) if the server dies or times out."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -72,15 +78,25 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def streamlit_server(command: Callable[[int], list[str]], log: Path, env: Mapping[str, str] | None = None,
-                     timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[Served]:
+def streamlit_server(
+    command: Callable[[int], list[str]],
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = STARTUP_TIMEOUT_S,
+) -> Iterator[Served]:
     """Run `command(port)` from the repository folder on a free port, its output in `log`."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     environment = dict(env) if env is not None else {**os.environ, "PYTHONPATH": str(ROOT)}
     with log.open("w") as out:
-        process = subprocess.Popen(command(port), cwd=ROOT, env=environment,
-                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command(port),
+            cwd=ROOT,
+            env=environment,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             wait_until_serving(url, process, log, timeout_s)
             yield Served(url, port, process)
@@ -91,7 +107,17 @@ def streamlit_server(command: Callable[[int], list[str]], log: Path, env: Mappin
 def app_server(db: Path, log: Path) -> AbstractContextManager[Served]:
     """`gpufleet app` over the database `db`."""
     return streamlit_server(
-        lambda port: [sys.executable, "-m", "pipelines", "--db", str(db), "app", "--port", str(port)], log
+        lambda port: [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "--db",
+            str(db),
+            "app",
+            "--port",
+            str(port),
+        ],
+        log,
     )
 
 

@@ -44,7 +44,13 @@ def uuid(node: str, gpu: int) -> str:
 
 # (node, start, end, state, reason); everything not listed is available.
 STATE_EVENTS = [
-    ("gpu-001", ts(25, 10), ts(25, 12), "unavailable", "AcceleratedHardwareReady=False (NvidiaXID79Error)"),
+    (
+        "gpu-001",
+        ts(25, 10),
+        ts(25, 12),
+        "unavailable",
+        "AcceleratedHardwareReady=False (NvidiaXID79Error)",
+    ),
     ("gpu-001", ts(25, 12), ts(25, 12.5), "unknown", "no DCGM sample from gpu 3"),
     ("gpu-002", ts(24, 2), ts(24, 3), "maintenance", "maintenance: firmware"),
     ("gpu-000", ts(26, 0), ts(26, 6), "degraded", "thermal_throttle on gpu 5"),
@@ -83,16 +89,47 @@ def _node_daily(intervals: pl.DataFrame) -> pl.DataFrame:
         in_fleet = sum(s.values())
         denominator = in_fleet - s["maintenance"]
         up = s["available"] + s["degraded"]
-        rows.append((day, node, NODES[node], in_fleet, s["maintenance"], s["available"],
-                     s["degraded"], s["unavailable"], s["unknown"],
-                     up / denominator if denominator else None))
-    return pl.DataFrame(rows, orient="row", schema=[
-        "day", "node", "cluster", "in_fleet_s", "maintenance_s", "available_s", "degraded_s",
-        "unavailable_s", "unknown_s", "availability"])
+        rows.append(
+            (
+                day,
+                node,
+                NODES[node],
+                in_fleet,
+                s["maintenance"],
+                s["available"],
+                s["degraded"],
+                s["unavailable"],
+                s["unknown"],
+                up / denominator if denominator else None,
+            )
+        )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "day",
+            "node",
+            "cluster",
+            "in_fleet_s",
+            "maintenance_s",
+            "available_s",
+            "degraded_s",
+            "unavailable_s",
+            "unknown_s",
+            "availability",
+        ],
+    )
 
 
 def _fleet_daily(node_daily: pl.DataFrame) -> pl.DataFrame:
-    secs = ["in_fleet_s", "maintenance_s", "available_s", "degraded_s", "unavailable_s", "unknown_s"]
+    secs = [
+        "in_fleet_s",
+        "maintenance_s",
+        "available_s",
+        "degraded_s",
+        "unavailable_s",
+        "unknown_s",
+    ]
     fleet = node_daily.group_by("day", "cluster").agg(pl.col(secs).sum()).sort("day", "cluster")
     # Failures: gpu-001 on 11-25 (one episode 10:00-12:30 = 2.5 h), gpu-003 on 11-18 (1 h).
     # MTBF = up seconds of the cluster that day / failures; NULL on a day without failures.
@@ -135,50 +172,154 @@ def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
         ("2026-W48", "c1"): (1.0, 1.0, 0.0, 0.7125, 0.65, 333.5, 2.5, 66.67, 1, 0, 0, 1),
         ("2026-W48", "c2"): (0.5, 0.7804, 0.5, 0.8102, 0.74, None, None, 47.62, 0, 3, 0, 0),
     }
-    daily = node_daily.with_columns(
-        week=pl.col("day").dt.strftime("%G-W%V")
-    )
+    daily = node_daily.with_columns(week=pl.col("day").dt.strftime("%G-W%V"))
     for (week, cluster), v in jobs.items():
         part = daily.filter(pl.col("week") == week)
         if cluster != "*":
             part = part.filter(pl.col("cluster") == cluster)
         up = part["available_s"].sum() + part["degraded_s"].sum()
         denominator = part["in_fleet_s"].sum() - part["maintenance_s"].sum()
-        rows.append((week, cluster, up / denominator, *v, *ESCAPES.get((week, cluster), (None, 0, None))))
-    return pl.DataFrame(rows, orient="row", schema={
-        "week": pl.String, "cluster": pl.String, "node_availability": pl.Float64,
-        "job_success_rate": pl.Float64, "job_success_rate_gpu_h": pl.Float64,
-        "first_attempt_success_rate": pl.Float64, "goodput": pl.Float64, "ettr": pl.Float64,
-        "mtbf_h": pl.Float64, "mttr_h": pl.Float64, "interruptions_per_1k_gpu_days": pl.Float64,
-        "hardware_failures": pl.Int64, "software_failures": pl.Int64,
-        "infrastructure_failures": pl.Int64, "user_failures": pl.Int64,
-        "escape_rate": pl.Float64, "jobs_placed_on_flagged": pl.Int64, "median_lead_time_s": pl.Float64})
+        rows.append(
+            (week, cluster, up / denominator, *v, *ESCAPES.get((week, cluster), (None, 0, None)))
+        )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "week": pl.String,
+            "cluster": pl.String,
+            "node_availability": pl.Float64,
+            "job_success_rate": pl.Float64,
+            "job_success_rate_gpu_h": pl.Float64,
+            "first_attempt_success_rate": pl.Float64,
+            "goodput": pl.Float64,
+            "ettr": pl.Float64,
+            "mtbf_h": pl.Float64,
+            "mttr_h": pl.Float64,
+            "interruptions_per_1k_gpu_days": pl.Float64,
+            "hardware_failures": pl.Int64,
+            "software_failures": pl.Int64,
+            "infrastructure_failures": pl.Int64,
+            "user_failures": pl.Int64,
+            "escape_rate": pl.Float64,
+            "jobs_placed_on_flagged": pl.Int64,
+            "median_lead_time_s": pl.Float64,
+        },
+    )
 
 
 # job_id, name, user, team, submit, start, end, gpus, state, exit_code, reason
 JOBS = [
     ("j-100", "llama-eval", "ana", "eval", ts(17, 23), ts(18), ts(18, 10), 8, "succeeded", 0, None),
-    ("j-101", "pretrain-7b", "bo", "llm", ts(25, 7.5), ts(25, 8), ts(25, 18), 16, "succeeded", 0, None),
-    ("j-102", "sweep-lr", "cy", "rl", ts(26, 0.5), ts(26, 1), ts(26, 2 + 10 / 60), 8, "failed", 1,
-     "exit code 1"),
+    (
+        "j-101",
+        "pretrain-7b",
+        "bo",
+        "llm",
+        ts(25, 7.5),
+        ts(25, 8),
+        ts(25, 18),
+        16,
+        "succeeded",
+        0,
+        None,
+    ),
+    (
+        "j-102",
+        "sweep-lr",
+        "cy",
+        "rl",
+        ts(26, 0.5),
+        ts(26, 1),
+        ts(26, 2 + 10 / 60),
+        8,
+        "failed",
+        1,
+        "exit code 1",
+    ),
     ("j-103", "finetune-13b", "bo", "llm", ts(26, 23), ts(27), ts(27, 4), 16, "succeeded", 0, None),
-    ("j-104", "notebook", "di", "eval", ts(27, 5), ts(27, 5), ts(27, 5.5), 1, "cancelled", None,
-     "cancelled by user"),
+    (
+        "j-104",
+        "notebook",
+        "di",
+        "eval",
+        ts(27, 5),
+        ts(27, 5),
+        ts(27, 5.5),
+        1,
+        "cancelled",
+        None,
+        "cancelled by user",
+    ),
 ]
 # job_id, attempt, start, end, state, exit_code, reason, nodes, failure_class, hardware_signal
 ATTEMPTS = [
     ("j-100", 0, ts(18), ts(18, 10), "succeeded", 0, None, ["gpu-002"], None, None),
-    ("j-101", 0, ts(25, 8), ts(25, 10 + 5 / 60), "node_fail", None, "NodeFail", ["gpu-000", "gpu-001"],
-     "hardware", ("node_fail reported by the scheduler; gpu-001 XID 79 "
-                  "(ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 3")),
+    (
+        "j-101",
+        0,
+        ts(25, 8),
+        ts(25, 10 + 5 / 60),
+        "node_fail",
+        None,
+        "NodeFail",
+        ["gpu-000", "gpu-001"],
+        "hardware",
+        (
+            "node_fail reported by the scheduler; gpu-001 XID 79 "
+            "(ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 3"
+        ),
+    ),
     ("j-101", 1, ts(25, 13), ts(25, 18), "succeeded", 0, None, ["gpu-000", "gpu-003"], None, None),
-    ("j-102", 0, ts(26, 1), ts(26, 1 + 20 / 60), "failed", 1, "exit code 1", ["gpu-002"], "software", None),
-    ("j-102", 1, ts(26, 1 + 25 / 60), ts(26, 1 + 45 / 60), "failed", 1, "exit code 1", ["gpu-002"],
-     "software", None),
-    ("j-102", 2, ts(26, 1 + 50 / 60), ts(26, 2 + 10 / 60), "failed", 1, "exit code 1", ["gpu-002"],
-     "software", None),
+    (
+        "j-102",
+        0,
+        ts(26, 1),
+        ts(26, 1 + 20 / 60),
+        "failed",
+        1,
+        "exit code 1",
+        ["gpu-002"],
+        "software",
+        None,
+    ),
+    (
+        "j-102",
+        1,
+        ts(26, 1 + 25 / 60),
+        ts(26, 1 + 45 / 60),
+        "failed",
+        1,
+        "exit code 1",
+        ["gpu-002"],
+        "software",
+        None,
+    ),
+    (
+        "j-102",
+        2,
+        ts(26, 1 + 50 / 60),
+        ts(26, 2 + 10 / 60),
+        "failed",
+        1,
+        "exit code 1",
+        ["gpu-002"],
+        "software",
+        None,
+    ),
     ("j-103", 0, ts(27), ts(27, 4), "succeeded", 0, None, ["gpu-002", "gpu-003"], None, None),
-    ("j-104", 0, ts(27, 5), ts(27, 5.5), "cancelled", None, "cancelled by user", ["gpu-000"], "user", None),
+    (
+        "j-104",
+        0,
+        ts(27, 5),
+        ts(27, 5.5),
+        "cancelled",
+        None,
+        "cancelled by user",
+        ["gpu-000"],
+        "user",
+        None,
+    ),
 ]
 
 STRAGGLER_JOB, STRAGGLER_RANK, STEPS = "j-103", 11, 40
@@ -194,9 +335,24 @@ def _rank_steps() -> pl.DataFrame:
         for rank in range(16):
             node = "gpu-002" if rank < 8 else "gpu-003"
             end = ts(27, 0.1) + timedelta(seconds=(step + 1) * step_s)
-            rows.append((STRAGGLER_JOB, 0, step, rank, node, rank % 8, end, step_s, float(compute[rank])))
-    return pl.DataFrame(rows, orient="row", schema=[
-        "job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s"])
+            rows.append(
+                (STRAGGLER_JOB, 0, step, rank, node, rank % 8, end, step_s, float(compute[rank]))
+            )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "job_id",
+            "attempt",
+            "step",
+            "rank",
+            "node",
+            "gpu",
+            "end_ts",
+            "step_s",
+            "compute_s",
+        ],
+    )
 
 
 def _rank_episodes(steps: pl.DataFrame) -> pl.DataFrame:
@@ -220,14 +376,18 @@ def _rank_slowdown(steps: pl.DataFrame) -> pl.DataFrame:
         slowest=pl.col("compute_s") == pl.col("compute_s").max().over("step"),
         drag=pl.col("compute_s").max().over("step") - pl.col("compute_s").median().over("step"),
     )
-    per_rank = ratios.group_by("job_id", "attempt", "rank", "node", "gpu").agg(
-        steps=pl.len(),
-        median_ratio=pl.col("ratio").median(),
-        p95_ratio=pl.col("ratio").quantile(0.95),
-        slowest_share=pl.col("slowest").mean(),
-        drag_s=(pl.col("drag") * pl.col("slowest")).sum(),
-        median_s=pl.col("compute_s").median(),
-    ).sort("rank")
+    per_rank = (
+        ratios.group_by("job_id", "attempt", "rank", "node", "gpu")
+        .agg(
+            steps=pl.len(),
+            median_ratio=pl.col("ratio").median(),
+            p95_ratio=pl.col("ratio").quantile(0.95),
+            slowest_share=pl.col("slowest").mean(),
+            drag_s=(pl.col("drag") * pl.col("slowest")).sum(),
+            median_s=pl.col("compute_s").median(),
+        )
+        .sort("rank")
+    )
     fastest = per_rank["median_s"].min()
     return per_rank.with_columns(
         relative_score=fastest / pl.col("median_s"),
@@ -240,24 +400,37 @@ def _goodput() -> tuple[pl.DataFrame, pl.DataFrame]:
     # (job, attempt, start, end, category, gpus); each job's segments cover [first start, end).
     # A recovery gap carries the attempt that ended before it, as goodput_segments does.
     segs = [
-        ("j-100", 0, ts(18), ts(18, 0.25), "init", 8), ("j-100", 0, ts(18, 0.25), ts(18, 9.75), "productive", 8),
+        ("j-100", 0, ts(18), ts(18, 0.25), "init", 8),
+        ("j-100", 0, ts(18, 0.25), ts(18, 9.75), "productive", 8),
         ("j-100", 0, ts(18, 9.75), ts(18, 10), "checkpoint", 8),
-        ("j-101", 0, ts(25, 8), ts(25, 8.5), "init", 16), ("j-101", 0, ts(25, 8.5), ts(25, 9.5), "productive", 16),
+        ("j-101", 0, ts(25, 8), ts(25, 8.5), "init", 16),
+        ("j-101", 0, ts(25, 8.5), ts(25, 9.5), "productive", 16),
         ("j-101", 0, ts(25, 9.5), ts(25, 10 + 5 / 60), "wasted", 16),
         ("j-101", 0, ts(25, 10 + 5 / 60), ts(25, 13), "recovery", 0),
-        ("j-101", 1, ts(25, 13), ts(25, 13.25), "checkpoint", 16), ("j-101", 1, ts(25, 13.25), ts(25, 18), "productive", 16),
+        ("j-101", 1, ts(25, 13), ts(25, 13.25), "checkpoint", 16),
+        ("j-101", 1, ts(25, 13.25), ts(25, 18), "productive", 16),
         ("j-102", 0, ts(26, 1), ts(26, 1 + 20 / 60), "wasted", 8),
         ("j-102", 0, ts(26, 1 + 20 / 60), ts(26, 1 + 25 / 60), "recovery", 0),
         ("j-102", 1, ts(26, 1 + 25 / 60), ts(26, 1 + 45 / 60), "wasted", 8),
         ("j-102", 1, ts(26, 1 + 45 / 60), ts(26, 1 + 50 / 60), "recovery", 0),
         ("j-102", 2, ts(26, 1 + 50 / 60), ts(26, 2 + 10 / 60), "wasted", 8),
-        ("j-103", 0, ts(27), ts(27, 0.1), "init", 16), ("j-103", 0, ts(27, 0.1), ts(27, 3.9), "productive", 16),
+        ("j-103", 0, ts(27), ts(27, 0.1), "init", 16),
+        ("j-103", 0, ts(27, 0.1), ts(27, 3.9), "productive", 16),
         ("j-103", 0, ts(27, 3.9), ts(27, 4), "other", 16),
         ("j-104", 0, ts(27, 5), ts(27, 5.5), "other", 1),
     ]
-    segments = pl.DataFrame(segs, orient="row", schema={
-        "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
-        "end_ts": pl.Datetime("us", "UTC"), "category": pl.String, "gpus": pl.Int32})
+    segments = pl.DataFrame(
+        segs,
+        orient="row",
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int32,
+            "start_ts": pl.Datetime("us", "UTC"),
+            "end_ts": pl.Datetime("us", "UTC"),
+            "category": pl.String,
+            "gpus": pl.Int32,
+        },
+    )
     dur = (pl.col("end_ts") - pl.col("start_ts")).dt.total_microseconds() / 1e6
     cats = ["productive", "init", "checkpoint", "wasted", "recovery", "other"]
     per_job = segments.group_by("job_id").agg(
@@ -269,14 +442,30 @@ def _goodput() -> tuple[pl.DataFrame, pl.DataFrame]:
     submit = {j[0]: j[4] for j in JOBS}
     end = {j[0]: j[6] for j in JOBS}
     per_job = per_job.with_columns(
-        straggler_drag_s=pl.when(pl.col("job_id") == STRAGGLER_JOB).then(0.9 * STEPS).otherwise(0.0),
+        straggler_drag_s=pl.when(pl.col("job_id") == STRAGGLER_JOB)
+        .then(0.9 * STEPS)
+        .otherwise(0.0),
         goodput=pl.col("productive_s") / pl.col("wall_s"),
-        ettr=pl.col("productive_s") / pl.col("job_id").replace_strict(
-            {k: (end[k] - submit[k]).total_seconds() for k in submit}, return_dtype=pl.Float64),
+        ettr=pl.col("productive_s")
+        / pl.col("job_id").replace_strict(
+            {k: (end[k] - submit[k]).total_seconds() for k in submit}, return_dtype=pl.Float64
+        ),
     ).sort("job_id")
     return segments, per_job.select(
-        "job_id", "wall_s", "productive_s", "init_s", "checkpoint_s", "wasted_s", "recovery_s",
-        "other_s", "allocated_gpu_s", "productive_gpu_s", "straggler_drag_s", "goodput", "ettr")
+        "job_id",
+        "wall_s",
+        "productive_s",
+        "init_s",
+        "checkpoint_s",
+        "wasted_s",
+        "recovery_s",
+        "other_s",
+        "allocated_gpu_s",
+        "productive_gpu_s",
+        "straggler_drag_s",
+        "goodput",
+        "ettr",
+    )
 
 
 def _goodput_stack() -> pl.DataFrame:
@@ -292,34 +481,163 @@ def _goodput_stack() -> pl.DataFrame:
         allocated = init + ckpt + wasted + other + prod
         idle = 2688.0 - unav - unk - allocated
         # Allocated but idle (telemetry): a tenth of allocated, part of it, not a level.
-        rows.append((start, start + timedelta(days=7), cluster, 2688.0, unav, unk, idle, allocated,
-                     init, ckpt, wasted, other, prod, prod / allocated if allocated else None,
-                     allocated / 10))
-    return pl.DataFrame(rows, orient="row", schema=[
-        "window_start", "window_end", "cluster", "capacity_gpu_h", "unavailable_gpu_h",
-        "unknown_gpu_h", "idle_gpu_h", "allocated_gpu_h", "init_gpu_h", "checkpoint_gpu_h",
-        "wasted_gpu_h", "other_gpu_h", "productive_gpu_h", "goodput", "allocated_idle_gpu_h"])
+        rows.append(
+            (
+                start,
+                start + timedelta(days=7),
+                cluster,
+                2688.0,
+                unav,
+                unk,
+                idle,
+                allocated,
+                init,
+                ckpt,
+                wasted,
+                other,
+                prod,
+                prod / allocated if allocated else None,
+                allocated / 10,
+            )
+        )
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema=[
+            "window_start",
+            "window_end",
+            "cluster",
+            "capacity_gpu_h",
+            "unavailable_gpu_h",
+            "unknown_gpu_h",
+            "idle_gpu_h",
+            "allocated_gpu_h",
+            "init_gpu_h",
+            "checkpoint_gpu_h",
+            "wasted_gpu_h",
+            "other_gpu_h",
+            "productive_gpu_h",
+            "goodput",
+            "allocated_idle_gpu_h",
+        ],
+    )
 
 
 def _anomalies() -> pl.DataFrame:
     rows = [
-        ("a-1", "gpu", "gpu-001", 3, uuid("gpu-001", 3), None, None, "xid", ts(25, 10), ts(25, 12.5),
-         1.0, "critical", '{"xid": 79, "name": "GPU has fallen off the bus"}', "reset_gpu", 32.0, 24.0),
-        ("a-2", "gpu", "gpu-000", 5, uuid("gpu-000", 5), None, None, "thermal_throttle", ts(26), None,
-         4.2, "warn", '{"sm_clock_z": -4.2}', "watch", 12.0, 0.0),
-        ("a-3", "rank", "gpu-003", 3, uuid("gpu-003", 3), "j-103", 11, "straggler", ts(27, 0.1), ts(27, 4),
-         3.1, "warn", '{"median_ratio": 1.10}', "cordon", 8.0, 1.5),
-        ("a-4", "gpu", "gpu-002", 0, uuid("gpu-002", 0), None, None, "telemetry_gap", ts(17, 3), ts(17, 3.5),
-         0.5, "info", '{"missing_s": 1800}', "watch", 0.0, 0.0),
-        ("a-5", "node", "gpu-003", None, None, None, None, "condition_flap", ts(28, 6), None,
-         2.0, "critical", '{"flaps": 12}', "drain", 0.0, 0.0),
+        (
+            "a-1",
+            "gpu",
+            "gpu-001",
+            3,
+            uuid("gpu-001", 3),
+            None,
+            None,
+            "xid",
+            ts(25, 10),
+            ts(25, 12.5),
+            1.0,
+            "critical",
+            '{"xid": 79, "name": "GPU has fallen off the bus"}',
+            "reset_gpu",
+            32.0,
+            24.0,
+        ),
+        (
+            "a-2",
+            "gpu",
+            "gpu-000",
+            5,
+            uuid("gpu-000", 5),
+            None,
+            None,
+            "thermal_throttle",
+            ts(26),
+            None,
+            4.2,
+            "warn",
+            '{"sm_clock_z": -4.2}',
+            "watch",
+            12.0,
+            0.0,
+        ),
+        (
+            "a-3",
+            "rank",
+            "gpu-003",
+            3,
+            uuid("gpu-003", 3),
+            "j-103",
+            11,
+            "straggler",
+            ts(27, 0.1),
+            ts(27, 4),
+            3.1,
+            "warn",
+            '{"median_ratio": 1.10}',
+            "cordon",
+            8.0,
+            1.5,
+        ),
+        (
+            "a-4",
+            "gpu",
+            "gpu-002",
+            0,
+            uuid("gpu-002", 0),
+            None,
+            None,
+            "telemetry_gap",
+            ts(17, 3),
+            ts(17, 3.5),
+            0.5,
+            "info",
+            '{"missing_s": 1800}',
+            "watch",
+            0.0,
+            0.0,
+        ),
+        (
+            "a-5",
+            "node",
+            "gpu-003",
+            None,
+            None,
+            None,
+            None,
+            "condition_flap",
+            ts(28, 6),
+            None,
+            2.0,
+            "critical",
+            '{"flaps": 12}',
+            "drain",
+            0.0,
+            0.0,
+        ),
     ]
-    return pl.DataFrame(rows, orient="row", schema={
-        "anomaly_id": pl.String, "entity_type": pl.String, "node": pl.String, "gpu": pl.Int16,
-        "uuid": pl.String, "job_id": pl.String, "rank": pl.Int32, "kind": pl.String,
-        "start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"), "score": pl.Float64,
-        "severity": pl.String, "evidence": pl.String, "action": pl.String, "impact_gpu_h": pl.Float64,
-        "goodput_lost_gpu_h": pl.Float64})
+    return pl.DataFrame(
+        rows,
+        orient="row",
+        schema={
+            "anomaly_id": pl.String,
+            "entity_type": pl.String,
+            "node": pl.String,
+            "gpu": pl.Int16,
+            "uuid": pl.String,
+            "job_id": pl.String,
+            "rank": pl.Int32,
+            "kind": pl.String,
+            "start_ts": pl.Datetime("us", "UTC"),
+            "end_ts": pl.Datetime("us", "UTC"),
+            "score": pl.Float64,
+            "severity": pl.String,
+            "evidence": pl.String,
+            "action": pl.String,
+            "impact_gpu_h": pl.Float64,
+            "goodput_lost_gpu_h": pl.Float64,
+        },
+    )
 
 
 def _remediation_history() -> pl.DataFrame:
@@ -328,17 +646,70 @@ def _remediation_history() -> pl.DataFrame:
     watched in W47; gpu-003's straggler rank called for cordon, then its flapping condition for drain
     (still open)."""
     return pl.DataFrame(
-        [("gpu-001", "c1", "reset_gpu", ts(25, 10), ts(25, 12.5), "critical",
-          "xid 79 on gpu 3 (critical) -> reset_gpu", ["a-1"]),
-         ("gpu-000", "c1", "watch", ts(26), None, "warn", "thermal_throttle on gpu 5 (warn) -> watch", ["a-2"]),
-         ("gpu-002", "c2", "watch", ts(17, 3), ts(17, 3.5), "info", "telemetry_gap on gpu 0 (info) -> watch",
-          ["a-4"]),
-         ("gpu-003", "c2", "cordon", ts(27, 0.1), ts(27, 4), "warn",
-          "straggler on gpu 3 (job j-103 rank 11) (warn) -> cordon", ["a-3"]),
-         ("gpu-003", "c2", "drain", ts(28, 6), None, "critical", "condition_flap (critical) -> drain", ["a-5"])],
-        orient="row", schema={"node": pl.String, "cluster": pl.String, "step": pl.String,
-                              "since": pl.Datetime("us", "UTC"), "until": pl.Datetime("us", "UTC"),
-                              "severity": pl.String, "why": pl.String, "anomaly_ids": pl.List(pl.String)})
+        [
+            (
+                "gpu-001",
+                "c1",
+                "reset_gpu",
+                ts(25, 10),
+                ts(25, 12.5),
+                "critical",
+                "xid 79 on gpu 3 (critical) -> reset_gpu",
+                ["a-1"],
+            ),
+            (
+                "gpu-000",
+                "c1",
+                "watch",
+                ts(26),
+                None,
+                "warn",
+                "thermal_throttle on gpu 5 (warn) -> watch",
+                ["a-2"],
+            ),
+            (
+                "gpu-002",
+                "c2",
+                "watch",
+                ts(17, 3),
+                ts(17, 3.5),
+                "info",
+                "telemetry_gap on gpu 0 (info) -> watch",
+                ["a-4"],
+            ),
+            (
+                "gpu-003",
+                "c2",
+                "cordon",
+                ts(27, 0.1),
+                ts(27, 4),
+                "warn",
+                "straggler on gpu 3 (job j-103 rank 11) (warn) -> cordon",
+                ["a-3"],
+            ),
+            (
+                "gpu-003",
+                "c2",
+                "drain",
+                ts(28, 6),
+                None,
+                "critical",
+                "condition_flap (critical) -> drain",
+                ["a-5"],
+            ),
+        ],
+        orient="row",
+        schema={
+            "node": pl.String,
+            "cluster": pl.String,
+            "step": pl.String,
+            "since": pl.Datetime("us", "UTC"),
+            "until": pl.Datetime("us", "UTC"),
+            "severity": pl.String,
+            "why": pl.String,
+            "anomaly_ids": pl.List(pl.String),
+        },
+    )
 
 
 # gpu-000 gpu 2's ECC single-bit counter: 100 until 11-26 00:00, then +5 per half-hour sample
@@ -363,56 +734,136 @@ def _counter_and_reason_samples(times: list[datetime]) -> list[tuple]:
                     sbe = 105.0 + 5 * round((t - ts(26)).total_seconds() / 1800)
                 else:
                     sbe = 2.0
-            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", sbe))
-            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0.0))
+            rows.append(
+                (t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", sbe)
+            )
+            rows.append(
+                (t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0.0)
+            )
             throttled = gpu == 5 and t >= ts(26)
             reasons = REASONS_THROTTLED if throttled else (0.0 if busy else REASONS_IDLE)
-            rows.append((t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", reasons))
+            rows.append(
+                (t, ECC_NODE, gpu, uuid(ECC_NODE, gpu), "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", reasons)
+            )
     return rows
 
 
 def _landing() -> dict[str, pl.DataFrame]:
-    nodes = pl.DataFrame([(n, c, "p5.48xlarge", MODEL[c], 8, 32) for n, c in NODES.items()], orient="row",
-                         schema=["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"])
+    nodes = pl.DataFrame(
+        [(n, c, "p5.48xlarge", MODEL[c], 8, 32) for n, c in NODES.items()],
+        orient="row",
+        schema=["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
+    )
     half_hours = [W48 + timedelta(minutes=30 * i) for i in range(7 * 48)]
     conditions, samples = [], []
     for node in ("gpu-000", "gpu-001"):
         for t in half_hours:
             bad = node == "gpu-001" and ts(25, 10) <= t < ts(25, 12)
-            conditions.append((t, node, "Ready", "True", "KubeletReady", "kubelet is posting ready status"))
-            conditions.append((t, node, "AcceleratedHardwareReady", "False" if bad else "True",
-                               "NvidiaXID79Error" if bad else "AcceleratedHardwareIsReady", None))
+            conditions.append(
+                (t, node, "Ready", "True", "KubeletReady", "kubelet is posting ready status")
+            )
+            conditions.append(
+                (
+                    t,
+                    node,
+                    "AcceleratedHardwareReady",
+                    "False" if bad else "True",
+                    "NvidiaXID79Error" if bad else "AcceleratedHardwareIsReady",
+                    None,
+                )
+            )
             for gpu in range(8):
                 if node == "gpu-001" and gpu == 3 and ts(25, 10) <= t < ts(25, 12.5):
                     continue  # fell off the bus: no samples
                 throttled = node == "gpu-000" and gpu == 5 and t >= ts(26)
                 busy = ts(25, 8) <= t < ts(25, 18)
-                samples.append((t, node, gpu, uuid(node, gpu), "DCGM_FI_DEV_SM_CLOCK",
-                                (1500.0 if throttled else 1980.0) if busy or throttled else 345.0))
-                samples.append((t, node, gpu, uuid(node, gpu), "DCGM_FI_DEV_POWER_USAGE",
-                                650.0 if busy else 70.0))
-                samples.append((t, node, gpu, uuid(node, gpu), "DCGM_FI_DEV_GPU_TEMP",
-                                (88.0 if throttled else 62.0) if busy else 35.0))
+                samples.append(
+                    (
+                        t,
+                        node,
+                        gpu,
+                        uuid(node, gpu),
+                        "DCGM_FI_DEV_SM_CLOCK",
+                        (1500.0 if throttled else 1980.0) if busy or throttled else 345.0,
+                    )
+                )
+                samples.append(
+                    (
+                        t,
+                        node,
+                        gpu,
+                        uuid(node, gpu),
+                        "DCGM_FI_DEV_POWER_USAGE",
+                        650.0 if busy else 70.0,
+                    )
+                )
+                samples.append(
+                    (
+                        t,
+                        node,
+                        gpu,
+                        uuid(node, gpu),
+                        "DCGM_FI_DEV_GPU_TEMP",
+                        (88.0 if throttled else 62.0) if busy else 35.0,
+                    )
+                )
     samples += _counter_and_reason_samples(half_hours)
-    events = pl.DataFrame([(ts(25, 10), "gpu-001", 3, uuid("gpu-001", 3), "xid", 79,
-                            "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus.", "dcgm")],
-                          orient="row", schema=["ts", "node", "gpu", "uuid", "kind", "code", "message", "source"])
-    jobs = pl.DataFrame(JOBS, orient="row", schema=[
-        "job_id", "name", "user", "team", "submit_ts", "start_ts", "end_ts", "num_gpus", "state",
-        "exit_code", "reason"]).with_columns(queue=pl.lit("default"))
-    attempts = pl.DataFrame([a[:8] for a in ATTEMPTS], orient="row", schema=[
-        "job_id", "attempt", "start_ts", "end_ts", "state", "exit_code", "reason", "nodes"])
+    events = pl.DataFrame(
+        [
+            (
+                ts(25, 10),
+                "gpu-001",
+                3,
+                uuid("gpu-001", 3),
+                "xid",
+                79,
+                "NVRM: Xid (PCI:0000:53:00): 79, GPU has fallen off the bus.",
+                "dcgm",
+            )
+        ],
+        orient="row",
+        schema=["ts", "node", "gpu", "uuid", "kind", "code", "message", "source"],
+    )
+    jobs = pl.DataFrame(
+        JOBS,
+        orient="row",
+        schema=[
+            "job_id",
+            "name",
+            "user",
+            "team",
+            "submit_ts",
+            "start_ts",
+            "end_ts",
+            "num_gpus",
+            "state",
+            "exit_code",
+            "reason",
+        ],
+    ).with_columns(queue=pl.lit("default"))
+    attempts = pl.DataFrame(
+        [a[:8] for a in ATTEMPTS],
+        orient="row",
+        schema=["job_id", "attempt", "start_ts", "end_ts", "state", "exit_code", "reason", "nodes"],
+    )
     return {
         "nodes": nodes,
-        "node_conditions": pl.DataFrame(conditions, orient="row", schema=[
-            "ts", "node", "condition", "status", "reason", "message"]),
-        "gpu_samples": pl.DataFrame(samples, orient="row", schema=[
-            "ts", "node", "gpu", "uuid", "metric", "value"]),
+        "node_conditions": pl.DataFrame(
+            conditions,
+            orient="row",
+            schema=["ts", "node", "condition", "status", "reason", "message"],
+        ),
+        "gpu_samples": pl.DataFrame(
+            samples, orient="row", schema=["ts", "node", "gpu", "uuid", "metric", "value"]
+        ),
         "gpu_events": events,
         "jobs": jobs,
         "job_attempts": attempts,
-        "maintenance": pl.DataFrame([("gpu-002", ts(24, 2), ts(24, 3), "firmware")], orient="row",
-                                    schema=["node", "start_ts", "end_ts", "reason"]),
+        "maintenance": pl.DataFrame(
+            [("gpu-002", ts(24, 2), ts(24, 3), "firmware")],
+            orient="row",
+            schema=["node", "start_ts", "end_ts", "reason"],
+        ),
     }
 
 
@@ -421,23 +872,57 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     node_daily = _node_daily(intervals)
     segments, job_goodput = _goodput()
     num_gpus = {j[0]: j[7] for j in JOBS}
+
     def cause(a: tuple) -> str | None:
         # as queries/derived/attempt_outcomes.sql words it
         if a[8] is None:
             return None
         if a[8] == "hardware":
-            return "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)" if "XID 79" in (a[9] or "") else "node_fail"
+            return (
+                "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)"
+                if "XID 79" in (a[9] or "")
+                else "node_fail"
+            )
         return f"failed (exit {a[5]})" if a[8] == "software" else a[4]
 
     attempts = pl.DataFrame(
-        [(a[0], a[1], a[2], a[3], a[4], a[6], a[7], a[8], a[8] is not None and a[4] in ("failed", "node_fail"),
-          cause(a), a[9], a[7] if a[9] else [], num_gpus[a[0]], (a[3] - a[2]).total_seconds()) for a in ATTEMPTS],
-        orient="row", schema={
-            "job_id": pl.String, "attempt": pl.Int32, "start_ts": pl.Datetime("us", "UTC"),
-            "end_ts": pl.Datetime("us", "UTC"), "state": pl.String, "reason": pl.String,
-            "nodes": pl.List(pl.String), "failure_class": pl.String, "fleet_failure": pl.Boolean,
-            "cause": pl.String, "hardware_signal": pl.String, "implicated_nodes": pl.List(pl.String),
-            "num_gpus": pl.Int32, "duration_s": pl.Float64})
+        [
+            (
+                a[0],
+                a[1],
+                a[2],
+                a[3],
+                a[4],
+                a[6],
+                a[7],
+                a[8],
+                a[8] is not None and a[4] in ("failed", "node_fail"),
+                cause(a),
+                a[9],
+                a[7] if a[9] else [],
+                num_gpus[a[0]],
+                (a[3] - a[2]).total_seconds(),
+            )
+            for a in ATTEMPTS
+        ],
+        orient="row",
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int32,
+            "start_ts": pl.Datetime("us", "UTC"),
+            "end_ts": pl.Datetime("us", "UTC"),
+            "state": pl.String,
+            "reason": pl.String,
+            "nodes": pl.List(pl.String),
+            "failure_class": pl.String,
+            "fleet_failure": pl.Boolean,
+            "cause": pl.String,
+            "hardware_signal": pl.String,
+            "implicated_nodes": pl.List(pl.String),
+            "num_gpus": pl.Int32,
+            "duration_s": pl.Float64,
+        },
+    )
     eligible = {"succeeded", "failed", "node_fail", "timeout", "oom"}
     outcomes = []
     for job_id, _, _, _, _, _, end, gpus, state, _, _ in JOBS:
@@ -445,15 +930,40 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
         gpu_h = float(((mine["end_ts"] - mine["start_ts"]).dt.total_seconds() * gpus).sum() / 3600)
         last = mine.row(-1, named=True)
         software = mine.filter(pl.col("failure_class") == "software").height
-        outcomes.append((job_id, end, state, state in eligible, state == "succeeded",
-                         None if state == "succeeded" else last["failure_class"], software >= 3,
-                         mine.height, gpus, gpu_h, mine.row(0, named=True)["state"] == "succeeded",
-                         sorted({n for ns in mine["implicated_nodes"] for n in ns})))
-    job_outcomes = pl.DataFrame(outcomes, orient="row", schema={
-        "job_id": pl.String, "end_ts": pl.Datetime("us", "UTC"), "final_state": pl.String,
-        "eligible": pl.Boolean, "succeeded": pl.Boolean, "failure_class": pl.String,
-        "crash_loop": pl.Boolean, "attempts": pl.Int32, "num_gpus": pl.Int32, "gpu_hours": pl.Float64,
-        "first_attempt_succeeded": pl.Boolean, "implicated_nodes": pl.List(pl.String)})
+        outcomes.append(
+            (
+                job_id,
+                end,
+                state,
+                state in eligible,
+                state == "succeeded",
+                None if state == "succeeded" else last["failure_class"],
+                software >= 3,
+                mine.height,
+                gpus,
+                gpu_h,
+                mine.row(0, named=True)["state"] == "succeeded",
+                sorted({n for ns in mine["implicated_nodes"] for n in ns}),
+            )
+        )
+    job_outcomes = pl.DataFrame(
+        outcomes,
+        orient="row",
+        schema={
+            "job_id": pl.String,
+            "end_ts": pl.Datetime("us", "UTC"),
+            "final_state": pl.String,
+            "eligible": pl.Boolean,
+            "succeeded": pl.Boolean,
+            "failure_class": pl.String,
+            "crash_loop": pl.Boolean,
+            "attempts": pl.Int32,
+            "num_gpus": pl.Int32,
+            "gpu_hours": pl.Float64,
+            "first_attempt_succeeded": pl.Boolean,
+            "implicated_nodes": pl.List(pl.String),
+        },
+    )
     return {
         "node_state_intervals": intervals,
         "node_availability_daily": node_daily,
@@ -495,8 +1005,10 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         else:
             cluster = "(SELECT min(cluster) FROM nodes)"
         if cluster:
-            con.execute(f"INSERT INTO {table} (cluster, {columns}) SELECT coalesce({cluster}, "
-                        f"(SELECT min(cluster) FROM nodes)), {columns} FROM __frame f")
+            con.execute(
+                f"INSERT INTO {table} (cluster, {columns}) SELECT coalesce({cluster}, "
+                f"(SELECT min(cluster) FROM nodes)), {columns} FROM __frame f"
+            )
         else:
             con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __frame")
         con.unregister("__frame")
@@ -513,10 +1025,18 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
     # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).
-    for step in ("failure_escapes", "checkpoint_advice", "node_cost", "node_remediation", "cluster_schedulers"):
+    for step in (
+        "failure_escapes",
+        "checkpoint_advice",
+        "node_cost",
+        "node_remediation",
+        "cluster_schedulers",
+    ):
         execute(con, f"derived/{step}", Settings().sql_params())
-    con.execute("INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
-                "['nodes'], 1, 1)")
+    con.execute(
+        "INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
+        "['nodes'], 1, 1)"
+    )
     con.close()
     return path
 

@@ -54,7 +54,8 @@ class Fleet:
                 for metric, value in HEALTHY.items():
                     # A deterministic wobble so peers are never exactly identical.
                     self.series[(node, gpu, metric)] = [
-                        value * (1 + 0.002 * (((i * 7 + gpu * 3) % 5) - 2)) for i in range(self.minutes)
+                        value * (1 + 0.002 * (((i * 7 + gpu * 3) % 5) - 2))
+                        for i in range(self.minutes)
                     ]
             self.ready[node] = ["True"] * self.minutes
 
@@ -89,7 +90,14 @@ class Fleet:
             if v is not None
         ]
         conditions = [
-            {"ts": at(i), "node": n, "condition": "Ready", "status": st, "reason": None, "message": None}
+            {
+                "ts": at(i),
+                "node": n,
+                "condition": "Ready",
+                "status": st,
+                "reason": None,
+                "message": None,
+            }
             for n, statuses in self.ready.items()
             for i, st in enumerate(statuses)
             if st is not None

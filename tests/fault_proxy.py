@@ -23,7 +23,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-THANOS_WARNING = "fetch series for {replica=\"b\"} store 10.0.0.9:10901: rpc error: code = Unavailable"
+THANOS_WARNING = (
+    'fetch series for {replica="b"} store 10.0.0.9:10901: rpc error: code = Unavailable'
+)
 ANNOTATION = 'PromQL info: metric might not be a counter, name does not end in _total: "DCGM_FI_DEV_GPU_UTIL"'
 TRICKLE_LIMIT_S = 20.0
 """A trickled answer stops after this long whatever the client does."""
@@ -85,7 +87,9 @@ def _handler(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
                 if fault:
                     proxy.faults.append((fault, request.query))
             upstream = requests.post(
-                proxy.upstream + urlsplit(self.path).path, data=form, timeout=30,
+                proxy.upstream + urlsplit(self.path).path,
+                data=form,
+                timeout=30,
                 headers={"Accept-Encoding": "identity"},
             )
             if fault is None or upstream.status_code != 200:
@@ -100,10 +104,17 @@ def _handler(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
             elif fault == "annotation":  # complete, with a note from the query engine
                 payload["infos"] = [ANNOTATION]
             elif fault == "status_error":
-                return self._send(200, b'{"status":"error","errorType":"internal","error":"store gateway overloaded"}')
+                return self._send(
+                    200,
+                    b'{"status":"error","errorType":"internal","error":"store gateway overloaded"}',
+                )
             elif fault == "store_down":  # Thanos with partial_response=false when a store is down
-                return self._send(422, json.dumps({"status": "error", "errorType": "execution",
-                                                   "error": THANOS_WARNING}).encode())
+                return self._send(
+                    422,
+                    json.dumps(
+                        {"status": "error", "errorType": "execution", "error": THANOS_WARNING}
+                    ).encode(),
+                )
             elif fault == "not_json":
                 return self._send(200, b"<html><body>Grafana login</body></html>", "text/html")
             elif fault == "inf":
@@ -112,7 +123,9 @@ def _handler(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
                         series["values"][0][1] = "+Inf"
                         break
             data = json.dumps(payload).encode()
-            if fault == "cut_off":  # Content-Length announced, half the body sent, connection closed
+            if (
+                fault == "cut_off"
+            ):  # Content-Length announced, half the body sent, connection closed
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))

@@ -68,46 +68,145 @@ class Fleet:
         for table, records in self.rows.items():
             if not records:
                 continue
-            frame = pl.DataFrame(records, infer_schema_length=None).with_row_index(ROW_COLUMN, offset=1)
+            frame = pl.DataFrame(records, infer_schema_length=None).with_row_index(
+                ROW_COLUMN, offset=1
+            )
             items.append(TableInput(table, frame, f"{table} (test fleet)"))
         if items:
             load_batch(con, items, "test-fleet")
 
     def node(self, node: str, cluster: str, gpu_count: int = 2) -> None:
-        self.add("nodes", [{"node": node, "cluster": cluster, "instance_type": "p5.48xlarge",
-                            "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": gpu_count, "nic_expected": None}])
+        self.add(
+            "nodes",
+            [
+                {
+                    "node": node,
+                    "cluster": cluster,
+                    "instance_type": "p5.48xlarge",
+                    "gpu_model": "NVIDIA H100 80GB HBM3",
+                    "gpu_count": gpu_count,
+                    "nic_expected": None,
+                }
+            ],
+        )
 
-    def condition(self, node: str, condition: str, times: Iterable[datetime], status: str,
-                  reason: str | None = None) -> None:
-        self.add("node_conditions", [{"ts": t, "node": node, "condition": condition, "status": status,
-                                      "reason": reason, "message": None} for t in times])
+    def condition(
+        self,
+        node: str,
+        condition: str,
+        times: Iterable[datetime],
+        status: str,
+        reason: str | None = None,
+    ) -> None:
+        self.add(
+            "node_conditions",
+            [
+                {
+                    "ts": t,
+                    "node": node,
+                    "condition": condition,
+                    "status": status,
+                    "reason": reason,
+                    "message": None,
+                }
+                for t in times
+            ],
+        )
 
     def gpu(self, node: str, gpu: int, times: Iterable[datetime]) -> None:
-        self.add("gpu_samples", [{"ts": t, "node": node, "gpu": gpu, "uuid": f"GPU-{node}-{gpu}",
-                                  "metric": "DCGM_FI_DEV_GPU_TEMP", "value": 40.0} for t in times])
+        self.add(
+            "gpu_samples",
+            [
+                {
+                    "ts": t,
+                    "node": node,
+                    "gpu": gpu,
+                    "uuid": f"GPU-{node}-{gpu}",
+                    "metric": "DCGM_FI_DEV_GPU_TEMP",
+                    "value": 40.0,
+                }
+                for t in times
+            ],
+        )
 
     def xid(self, node: str, gpu: int, ts: datetime, code: int) -> None:
-        self.add("gpu_events", [{"ts": ts, "node": node, "gpu": gpu, "uuid": f"GPU-{node}-{gpu}",
-                                 "kind": "xid", "code": code, "message": f"NVRM: Xid {code}", "source": "test"}])
+        self.add(
+            "gpu_events",
+            [
+                {
+                    "ts": ts,
+                    "node": node,
+                    "gpu": gpu,
+                    "uuid": f"GPU-{node}-{gpu}",
+                    "kind": "xid",
+                    "code": code,
+                    "message": f"NVRM: Xid {code}",
+                    "source": "test",
+                }
+            ],
+        )
 
-    def job(self, job_id: str, num_gpus: int, state: str, attempts: list[tuple[str, str | None, str, int | None, list[str]]],
-            exit_code: int | None = None, reason: str | None = None, cluster: str | None = None) -> None:
+    def job(
+        self,
+        job_id: str,
+        num_gpus: int,
+        state: str,
+        attempts: list[tuple[str, str | None, str, int | None, list[str]]],
+        exit_code: int | None = None,
+        reason: str | None = None,
+        cluster: str | None = None,
+    ) -> None:
         """attempts: (start "HH:MM", end "HH:MM" or None, state, exit_code, nodes).
 
         `cluster`: for a job whose nodes span clusters (the loader cannot tell which it ran in)."""
         first, last = attempts[0], attempts[-1]
-        self.add("jobs", [{"cluster": cluster, "job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
-                           "submit_ts": at(first[0]) - timedelta(minutes=1), "start_ts": at(first[0]),
-                           "end_ts": at(last[1]) if last[1] else None, "num_gpus": num_gpus,
-                           "state": state, "exit_code": exit_code, "reason": reason}])
-        self.add("job_attempts", [{"cluster": cluster, "job_id": job_id, "attempt": i, "start_ts": at(s), "end_ts": at(e) if e else None,
-                                   "state": st, "exit_code": code, "reason": reason if i == len(attempts) - 1 else None,
-                                   "nodes": nodes}
-                                  for i, (s, e, st, code, nodes) in enumerate(attempts)])
+        self.add(
+            "jobs",
+            [
+                {
+                    "cluster": cluster,
+                    "job_id": job_id,
+                    "name": job_id,
+                    "user": "u",
+                    "team": "t",
+                    "queue": "q",
+                    "submit_ts": at(first[0]) - timedelta(minutes=1),
+                    "start_ts": at(first[0]),
+                    "end_ts": at(last[1]) if last[1] else None,
+                    "num_gpus": num_gpus,
+                    "state": state,
+                    "exit_code": exit_code,
+                    "reason": reason,
+                }
+            ],
+        )
+        self.add(
+            "job_attempts",
+            [
+                {
+                    "cluster": cluster,
+                    "job_id": job_id,
+                    "attempt": i,
+                    "start_ts": at(s),
+                    "end_ts": at(e) if e else None,
+                    "state": st,
+                    "exit_code": code,
+                    "reason": reason if i == len(attempts) - 1 else None,
+                    "nodes": nodes,
+                }
+                for i, (s, e, st, code, nodes) in enumerate(attempts)
+            ],
+        )
 
 
-def healthy_node(fleet: Fleet, node: str, cluster: str, *, ready: list[datetime] | None = None,
-                 gpu1: list[datetime] | None = None) -> None:
+def healthy_node(
+    fleet: Fleet,
+    node: str,
+    cluster: str,
+    *,
+    ready: list[datetime] | None = None,
+    gpu1: list[datetime] | None = None,
+) -> None:
     """A node sampled every minute over the whole fleet window; override Ready or gpu 1 sample times."""
     everything = minutes(START, HORIZON)
     fleet.node(node, cluster)
@@ -129,7 +228,10 @@ def tiny_fleet() -> Fleet:
     healthy_node(f, "n1", "c1", ready=ready_true)
     f.condition("n1", "Ready", sorted(ready_false), "False", "KubeletNotReady")
     f.condition("n1", "Ready", sorted(ready_unknown), "Unknown", "NodeStatusUnknown")
-    f.add("maintenance", [{"node": "n1", "start_ts": at("23:00"), "end_ts": at("23:30"), "reason": "firmware"}])
+    f.add(
+        "maintenance",
+        [{"node": "n1", "start_ts": at("23:00"), "end_ts": at("23:30"), "reason": "firmware"}],
+    )
 
     # n2: the XID 79 node; Ready=False 00:30-00:59.
     n2_false = set(minutes(at("00:30"), at("00:59")))
@@ -153,28 +255,68 @@ def tiny_fleet() -> Fleet:
 
     # Jobs (2 GPUs each unless said otherwise).
     f.job("j-hw", 2, "failed", [("23:50", "00:29", "failed", 1, ["n2"])], exit_code=1)
-    f.job("j-crash", 2, "failed", [("00:00", "00:10", "failed", 1, ["n1"]),
-                                   ("00:12", "00:20", "failed", 1, ["n1"]),
-                                   ("00:22", "00:30", "failed", 1, ["n1"])], exit_code=1)
+    f.job(
+        "j-crash",
+        2,
+        "failed",
+        [
+            ("00:00", "00:10", "failed", 1, ["n1"]),
+            ("00:12", "00:20", "failed", 1, ["n1"]),
+            ("00:22", "00:30", "failed", 1, ["n1"]),
+        ],
+        exit_code=1,
+    )
     f.job("j-pre", 2, "preempted", [("23:00", "23:20", "preempted", None, ["n4"])])
     f.job("j-cancel", 2, "cancelled", [("22:00", "22:30", "cancelled", None, ["n3"])])
-    f.job("j-ok", 4, "succeeded", [("00:40", "01:40", "succeeded", 0, ["n3", "n4"])], exit_code=0, cluster="c1")
-    f.job("j-retry", 2, "succeeded", [("01:00", "01:20", "node_fail", None, ["n1"]),
-                                      ("01:35", "01:55", "succeeded", 0, ["n4"])], exit_code=0)
+    f.job(
+        "j-ok",
+        4,
+        "succeeded",
+        [("00:40", "01:40", "succeeded", 0, ["n3", "n4"])],
+        exit_code=0,
+        cluster="c1",
+    )
+    f.job(
+        "j-retry",
+        2,
+        "succeeded",
+        [("01:00", "01:20", "node_fail", None, ["n1"]), ("01:35", "01:55", "succeeded", 0, ["n4"])],
+        exit_code=0,
+    )
     f.job("j-oom", 2, "oom", [("22:05", "22:25", "oom", 137, ["n1"])], exit_code=137)
     f.job("j-noexit", 2, "failed", [("23:40", "23:50", "failed", None, ["n1"])])
     f.job("j-app", 2, "failed", [("01:00", "01:10", "failed", 1, ["n3"])], exit_code=1)
     f.job("j-run", 2, "running", [("01:50", None, "running", None, ["n3"])])
-    f.job("j-evict", 2, "failed", [("22:10", "22:20", "failed", 143, ["n3"])], exit_code=143,
-          reason="Evicted: the node was low on memory")
+    f.job(
+        "j-evict",
+        2,
+        "failed",
+        [("22:10", "22:20", "failed", 143, ["n3"])],
+        exit_code=143,
+        reason="Evicted: the node was low on memory",
+    )
     return f
 
 
 def throttling_anomaly() -> dict[str, Any]:
     """The warn-level anomaly on n4 22:30-22:45 (written to `anomalies`, which compute does not clear)."""
-    return {"anomaly_id": "a-n4-throttle", "entity_type": "gpu", "node": "n4", "gpu": 0, "uuid": "GPU-n4-0",
-            "job_id": None, "rank": None, "kind": "throttling", "start_ts": at("22:30"), "end_ts": at("22:45"),
-            "score": 5.0, "severity": "warn", "evidence": "{}", "action": "watch", "impact_gpu_h": 0.0}
+    return {
+        "anomaly_id": "a-n4-throttle",
+        "entity_type": "gpu",
+        "node": "n4",
+        "gpu": 0,
+        "uuid": "GPU-n4-0",
+        "job_id": None,
+        "rank": None,
+        "kind": "throttling",
+        "start_ts": at("22:30"),
+        "end_ts": at("22:45"),
+        "score": 5.0,
+        "severity": "warn",
+        "evidence": "{}",
+        "action": "watch",
+        "impact_gpu_h": 0.0,
+    }
 
 
 def insert_anomalies(con: duckdb.DuckDBPyConnection, anomalies: list[dict[str, Any]]) -> None:
@@ -189,16 +331,30 @@ def insert_anomalies(con: duckdb.DuckDBPyConnection, anomalies: list[dict[str, A
     con.execute("INSERT INTO anomalies BY NAME SELECT * FROM frame")
 
 
-AVAILABILITY_TABLES = ("xid_catalogue", "data_horizon", "node_state_intervals", "node_availability_daily",
-                       "fleet_availability_daily", "attempt_outcomes", "job_outcomes")
+AVAILABILITY_TABLES = (
+    "xid_catalogue",
+    "data_horizon",
+    "node_state_intervals",
+    "node_availability_daily",
+    "fleet_availability_daily",
+    "attempt_outcomes",
+    "job_outcomes",
+)
 
 
-GOODPUT_TABLES = ("attempt_clusters", "goodput_attempts", "goodput_checkpoints", "goodput_steps", "job_stalls",
-                  "goodput_segments")
+GOODPUT_TABLES = (
+    "attempt_clusters",
+    "goodput_attempts",
+    "goodput_checkpoints",
+    "goodput_steps",
+    "job_stalls",
+    "goodput_segments",
+)
 
 
-def compute_availability(con: duckdb.DuckDBPyConnection, settings: Any = None, *,
-                         with_goodput: bool = False) -> None:
+def compute_availability(
+    con: duckdb.DuckDBPyConnection, settings: Any = None, *, with_goodput: bool = False
+) -> None:
     """Run just the availability and job-outcome steps (and the goodput timeline), in `gpufleet compute` order.
 
     The full `compute` also runs the detection steps, which rewrite `anomalies`; the hand-made

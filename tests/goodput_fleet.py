@@ -39,23 +39,58 @@ def load(con: duckdb.DuckDBPyConnection, tables: dict[str, list[dict[str, Any]]]
     load_batch(con, inputs, "test")
 
 
-def job(job_id: str, *, start: float, end: float | None, state: str, gpus: int = 2,
-        submit: float | None = None) -> dict[str, Any]:
-    return {"job_id": job_id, "submit_ts": at(submit if submit is not None else start),
-            "start_ts": at(start), "end_ts": at(end) if end is not None else None,
-            "num_gpus": gpus, "state": state}
+def job(
+    job_id: str,
+    *,
+    start: float,
+    end: float | None,
+    state: str,
+    gpus: int = 2,
+    submit: float | None = None,
+) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "submit_ts": at(submit if submit is not None else start),
+        "start_ts": at(start),
+        "end_ts": at(end) if end is not None else None,
+        "num_gpus": gpus,
+        "state": state,
+    }
 
 
-def attempt(job_id: str, n: int, *, start: float, end: float | None, state: str,
-            nodes: list[str] | None = None) -> dict[str, Any]:
-    return {"job_id": job_id, "attempt": n, "start_ts": at(start),
-            "end_ts": at(end) if end is not None else None, "state": state,
-            "nodes": nodes or ["n1"]}
+def attempt(
+    job_id: str,
+    n: int,
+    *,
+    start: float,
+    end: float | None,
+    state: str,
+    nodes: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "attempt": n,
+        "start_ts": at(start),
+        "end_ts": at(end) if end is not None else None,
+        "state": state,
+        "nodes": nodes or ["n1"],
+    }
 
 
-def steps(job_id: str, n: int, *, first_end: float, step_s: float, count: int, first_step: int = 1,
-          ranks: int = 2, first_step_s: float | None = None, slow: dict[int, float] | None = None,
-          compute: bool = False, node: str = "n1") -> list[dict[str, Any]]:
+def steps(
+    job_id: str,
+    n: int,
+    *,
+    first_end: float,
+    step_s: float,
+    count: int,
+    first_step: int = 1,
+    ranks: int = 2,
+    first_step_s: float | None = None,
+    slow: dict[int, float] | None = None,
+    compute: bool = False,
+    node: str = "n1",
+) -> list[dict[str, Any]]:
     """`count` back-to-back steps of `step_s` seconds; the first ends at `first_end`.
 
     `first_step_s` overrides the first step's logged duration (program startup). `slow` maps a
@@ -67,35 +102,58 @@ def steps(job_id: str, n: int, *, first_end: float, step_s: float, count: int, f
         for rank in range(ranks):
             factor = (slow or {}).get(rank, 1.0)
             logged = first_step_s if (i == 0 and first_step_s is not None) else step_s
-            rows.append({
-                "job_id": job_id, "attempt": n, "step": first_step + i, "rank": rank, "node": node,
-                "gpu": rank, "end_ts": at(end),
-                "step_s": float(logged if compute else logged * factor),
-                "compute_s": float(logged * 0.8 * factor) if compute else None,
-            })
+            rows.append(
+                {
+                    "job_id": job_id,
+                    "attempt": n,
+                    "step": first_step + i,
+                    "rank": rank,
+                    "node": node,
+                    "gpu": rank,
+                    "end_ts": at(end),
+                    "step_s": float(logged if compute else logged * factor),
+                    "compute_s": float(logged * 0.8 * factor) if compute else None,
+                }
+            )
     return rows
 
 
-def checkpoint(job_id: str, n: int, step: int, kind: str, *, start: float, duration: float) -> dict[str, Any]:
-    return {"job_id": job_id, "attempt": n, "step": step, "kind": kind, "start_ts": at(start),
-            "duration_s": duration}
+def checkpoint(
+    job_id: str, n: int, step: int, kind: str, *, start: float, duration: float
+) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "attempt": n,
+        "step": step,
+        "kind": kind,
+        "start_ts": at(start),
+        "duration_s": duration,
+    }
 
 
-NODE_STATE_COLUMNS = "node VARCHAR, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR, reason VARCHAR"
+NODE_STATE_COLUMNS = (
+    "node VARCHAR, start_ts TIMESTAMPTZ, end_ts TIMESTAMPTZ, state VARCHAR, reason VARCHAR"
+)
 
 
-def set_node_states(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, float, float, str]]) -> None:
+def set_node_states(
+    con: duckdb.DuckDBPyConnection, rows: list[tuple[str, float, float, str]]
+) -> None:
     """Replace `node_state_intervals` (the node availability step's table) with hand-made rows.
 
     Rows are (node, start seconds, end seconds, state) relative to T0.
     """
     con.execute(f"CREATE OR REPLACE TABLE node_state_intervals ({NODE_STATE_COLUMNS})")
     for node, start, end, state in rows:
-        con.execute("INSERT INTO node_state_intervals VALUES (?, ?, ?, ?, NULL)", [node, at(start), at(end), state])
+        con.execute(
+            "INSERT INTO node_state_intervals VALUES (?, ?, ?, ?, NULL)",
+            [node, at(start), at(end), state],
+        )
 
 
-def compute_with_node_states(con: duckdb.DuckDBPyConnection, settings: Any,
-                             rows: list[tuple[str, float, float, str]] = ()) -> None:
+def compute_with_node_states(
+    con: duckdb.DuckDBPyConnection, settings: Any, rows: list[tuple[str, float, float, str]] = ()
+) -> None:
     """Run `gpufleet compute`, then rebuild the goodput stack over hand-made node states.
 
     The node availability step (when present) derives node_state_intervals from node

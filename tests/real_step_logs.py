@@ -23,14 +23,11 @@ LOGGED_EVERY = 10
 def trace_steps(name: str) -> pl.DataFrame:
     """The trace file as (step, rank, step_s), sorted by step and rank."""
     raw = pl.read_csv(DATA / f"{name}.csv")
-    return (
-        raw.select(
-            pl.col("time").alias("step"),
-            pl.col("worker").alias("rank"),
-            (pl.col("batch_time_norm") * SECONDS_PER_UNIT).alias("step_s"),
-        )
-        .sort("step", "rank")
-    )
+    return raw.select(
+        pl.col("time").alias("step"),
+        pl.col("worker").alias("rank"),
+        (pl.col("batch_time_norm") * SECONDS_PER_UNIT).alias("step_s"),
+    ).sort("step", "rank")
 
 
 def trace_fleet(name: str, job_id: str = "pai") -> Fleet:
@@ -44,14 +41,46 @@ def trace_fleet(name: str, job_id: str = "pai") -> Fleet:
     elapsed = (slowest["step_s"] * LOGGED_EVERY).cum_sum()
     step_end = {s: T0 + dt.timedelta(seconds=float(e)) for s, e in zip(slowest["step"], elapsed)}
     for step, rank, step_s in steps.iter_rows():
-        fleet.steps.append({
-            "job_id": job_id, "attempt": 0, "step": step, "rank": rank, "node": f"pai-w{rank}",
-            "gpu": 0, "end_ts": step_end[step], "step_s": step_s, "compute_s": None,
-        })
+        fleet.steps.append(
+            {
+                "job_id": job_id,
+                "attempt": 0,
+                "step": step,
+                "rank": rank,
+                "node": f"pai-w{rank}",
+                "gpu": 0,
+                "end_ts": step_end[step],
+                "step_s": step_s,
+                "compute_s": None,
+            }
+        )
     end = max(step_end.values())
-    fleet.jobs.append({"job_id": job_id, "name": name, "user": "u", "team": "t", "queue": "q",
-                       "submit_ts": T0, "start_ts": T0, "end_ts": end, "num_gpus": len(ranks),
-                       "state": "succeeded", "exit_code": 0, "reason": None})
-    fleet.attempts.append({"job_id": job_id, "attempt": 0, "start_ts": T0, "end_ts": end,
-                           "state": "succeeded", "exit_code": 0, "reason": None, "nodes": nodes})
+    fleet.jobs.append(
+        {
+            "job_id": job_id,
+            "name": name,
+            "user": "u",
+            "team": "t",
+            "queue": "q",
+            "submit_ts": T0,
+            "start_ts": T0,
+            "end_ts": end,
+            "num_gpus": len(ranks),
+            "state": "succeeded",
+            "exit_code": 0,
+            "reason": None,
+        }
+    )
+    fleet.attempts.append(
+        {
+            "job_id": job_id,
+            "attempt": 0,
+            "start_ts": T0,
+            "end_ts": end,
+            "state": "succeeded",
+            "exit_code": 0,
+            "reason": None,
+            "nodes": nodes,
+        }
+    )
     return fleet

@@ -87,13 +87,33 @@ ATTEMPTS = [
     ("j0", 1, "2026-11-19 00:00", "2026-11-19 04:00", "succeeded", 0, None, ["n1"], []),
     ("j00", 0, "2026-11-20 00:00", "2026-11-20 10:00", "succeeded", 0, None, ["n3"], []),
     ("j1", 0, "2026-11-23 10:00", "2026-11-23 20:00", "succeeded", 0, None, ["n1"], []),
-    ("j2", 0, "2026-11-24 08:00", "2026-11-24 12:00", "node_fail", None, "hardware", ["n1", "n2"], ["n2"]),
+    (
+        "j2",
+        0,
+        "2026-11-24 08:00",
+        "2026-11-24 12:00",
+        "node_fail",
+        None,
+        "hardware",
+        ["n1", "n2"],
+        ["n2"],
+    ),
     ("j2", 1, "2026-11-24 12:30", "2026-11-24 18:30", "succeeded", 0, None, ["n1", "n2"], []),
     ("j3", 0, "2026-11-25 00:00", "2026-11-25 01:00", "failed", 1, "software", ["n3"], []),
     ("j3", 1, "2026-11-25 01:00", "2026-11-25 02:00", "failed", 1, "software", ["n3"], []),
     ("j3", 2, "2026-11-25 02:00", "2026-11-25 03:00", "failed", 1, "software", ["n3"], []),
     ("j4", 0, "2026-11-26 00:00", "2026-11-26 04:00", "cancelled", None, "user", ["n2"], []),
-    ("j5", 0, "2026-11-27 00:00", "2026-11-27 02:00", "preempted", None, "infrastructure", ["n3"], []),
+    (
+        "j5",
+        0,
+        "2026-11-27 00:00",
+        "2026-11-27 02:00",
+        "preempted",
+        None,
+        "infrastructure",
+        ["n3"],
+        [],
+    ),
     ("j5", 1, "2026-11-27 02:00", "2026-11-27 04:00", "timeout", None, "user", ["n3"], []),
     ("j6", 0, "2026-11-29 12:00", None, "running", None, None, ["n3"], []),
 ]
@@ -118,15 +138,57 @@ ANOMALIES = [("n2", 3, "ecc_sbe_rate", "warn", "2026-11-24 07:00", "2026-11-24 1
 FINDINGS = [
     # the XID 79 that ended j2 a0 (16 GPUs) at 12:00: it ran 2 min on the GPU's node (16 x 2/60 =
     # 0.53 GPU-h while open), its loss (a hand value here) 64.0 GPU-h
-    ("x1", "n2", 3, "xid", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "reboot", '{"xid": 79}', 0.53, 64.0),
+    (
+        "x1",
+        "n2",
+        3,
+        "xid",
+        "2026-11-24 11:58",
+        "2026-11-24 18:00",
+        "critical",
+        "reboot",
+        '{"xid": 79}',
+        0.53,
+        64.0,
+    ),
     # a W47 finding: not in W48's findings
-    ("t1", "n3", 1, "throttling", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "cordon", "{}", 12.0, 0.0),
+    (
+        "t1",
+        "n3",
+        1,
+        "throttling",
+        "2026-11-18 00:00",
+        "2026-11-18 06:00",
+        "warn",
+        "cordon",
+        "{}",
+        12.0,
+        0.0,
+    ),
 ]
 
 # node_remediation_history: (node, cluster, step, since, until, severity, why, anomaly_ids)
 REMEDIATION = [
-    ("n3", "c2", "cordon", "2026-11-18 00:00", "2026-11-18 06:00", "warn", "throttling on gpu 1 (warn) -> cordon", ["t1"]),
-    ("n2", "c1", "reboot", "2026-11-24 11:58", "2026-11-24 18:00", "critical", "xid 79 on gpu 3 (critical) -> reboot", ["x1"]),
+    (
+        "n3",
+        "c2",
+        "cordon",
+        "2026-11-18 00:00",
+        "2026-11-18 06:00",
+        "warn",
+        "throttling on gpu 1 (warn) -> cordon",
+        ["t1"],
+    ),
+    (
+        "n2",
+        "c1",
+        "reboot",
+        "2026-11-24 11:58",
+        "2026-11-24 18:00",
+        "critical",
+        "xid 79 on gpu 3 (critical) -> reboot",
+        ["x1"],
+    ),
 ]
 
 # The derived tables' shapes as `gpufleet compute` builds them (contract columns plus extras).
@@ -230,36 +292,92 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             "INSERT INTO job_attempts VALUES ((SELECT min(cluster) FROM nodes WHERE node = ?), "
             "?, ?, ?, ?, ?, ?, NULL, ?)",
-            [nodes[0] if nodes else None, job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes],
+            [
+                nodes[0] if nodes else None,
+                job_id,
+                attempt,
+                _ts(start),
+                _ts(end),
+                state,
+                exit_code,
+                nodes,
+            ],
         )
         signal = "xid 79" if fclass == "hardware" and state == "node_fail" else None
         # as attempt_outcomes.sql words them: fleet failures are failed / node_fail attempts
         fleet_failure = fclass is not None and state in ("failed", "node_fail")
-        cause = {"hardware": "XID 79" if signal else "node unavailable",
-                 "software": f"failed (exit {exit_code})"}.get(fclass or "", state)
+        cause = {
+            "hardware": "XID 79" if signal else "node unavailable",
+            "software": f"failed (exit {exit_code})",
+        }.get(fclass or "", state)
         con.execute(
             "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, exit_code, nodes, "
             "failure_class, fleet_failure, cause, hardware_signal, implicated_nodes, num_gpus) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [job_id, attempt, _ts(start), _ts(end), state, exit_code, nodes, fclass,
-             fleet_failure if fclass else None, cause if fclass else None, signal, implicated, job[3]],
+            [
+                job_id,
+                attempt,
+                _ts(start),
+                _ts(end),
+                state,
+                exit_code,
+                nodes,
+                fclass,
+                fleet_failure if fclass else None,
+                cause if fclass else None,
+                signal,
+                implicated,
+                job[3],
+            ],
         )
         ends[job_id] = end
         ends.setdefault(job_id + "/start", start)
-    for (job_id, submit, state, gpus, eligible, succeeded, fclass, crash, gpu_h, first_ok,
-         productive_s) in JOBS:
+    for (
+        job_id,
+        submit,
+        state,
+        gpus,
+        eligible,
+        succeeded,
+        fclass,
+        crash,
+        gpu_h,
+        first_ok,
+        productive_s,
+    ) in JOBS:
         end = ends[job_id]
         n_attempts = sum(1 for a in ATTEMPTS if a[0] == job_id)
         implicated = sorted({n for a in ATTEMPTS if a[0] == job_id for n in a[8]})
         con.execute(
             "INSERT INTO jobs VALUES (coalesce((SELECT min(cluster) FROM job_attempts WHERE job_id = ?), 'c1'), "
             "?, ?, 'alice', 'llm', 'train', ?, ?, ?, ?, ?, NULL, NULL)",
-            [job_id, job_id, f"job {job_id}", _ts(submit), _ts(ends[job_id + "/start"]), _ts(end), gpus, state],
+            [
+                job_id,
+                job_id,
+                f"job {job_id}",
+                _ts(submit),
+                _ts(ends[job_id + "/start"]),
+                _ts(end),
+                gpus,
+                state,
+            ],
         )
         con.execute(
             "INSERT INTO job_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [job_id, _ts(end), state, eligible, succeeded, fclass, crash, n_attempts, gpus, gpu_h,
-             first_ok, implicated],
+            [
+                job_id,
+                _ts(end),
+                state,
+                eligible,
+                succeeded,
+                fclass,
+                crash,
+                n_attempts,
+                gpus,
+                gpu_h,
+                first_ok,
+                implicated,
+            ],
         )
         if productive_s is not None:
             con.execute(
@@ -270,8 +388,28 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
     con.executemany(
         "INSERT INTO goodput_stack VALUES (?::TIMESTAMPTZ, ?::TIMESTAMPTZ + INTERVAL 7 DAY, "
         "strftime(?::DATE, '%G-W%V'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? / ?, ?)",
-        [(s, s, s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, prod, alloc, alloc_idle)
-         for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, alloc_idle in STACK],
+        [
+            (
+                s,
+                s,
+                s,
+                c,
+                cap,
+                unav,
+                unk,
+                idle,
+                alloc,
+                ini,
+                ck,
+                wa,
+                oth,
+                prod,
+                prod,
+                alloc,
+                alloc_idle,
+            )
+            for s, c, cap, unav, unk, idle, alloc, ini, ck, wa, oth, prod, alloc_idle in STACK
+        ],
     )
     con.executemany(
         "INSERT INTO gpu_events VALUES ((SELECT min(cluster) FROM nodes WHERE node = ?), "
@@ -280,21 +418,35 @@ def _fill(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.executemany(
         "INSERT INTO anomalies VALUES (?, 'gpu', ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, ?, ?)",
-        [(i, node, gpu, kind, _ts(s), _ts(e), sev, ev, action, impact, lost)
-         for i, node, gpu, kind, s, e, sev, action, ev, impact, lost in FINDINGS],
+        [
+            (i, node, gpu, kind, _ts(s), _ts(e), sev, ev, action, impact, lost)
+            for i, node, gpu, kind, s, e, sev, action, ev, impact, lost in FINDINGS
+        ],
     )
     con.executemany(
         "INSERT INTO node_remediation_history VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [(n, c, step, _ts(s), _ts(u), sev, why, ids) for n, c, step, s, u, sev, why, ids in REMEDIATION],
+        [
+            (n, c, step, _ts(s), _ts(u), sev, why, ids)
+            for n, c, step, s, u, sev, why, ids in REMEDIATION
+        ],
     )
     con.executemany(
         "INSERT INTO anomalies (anomaly_id, entity_type, node, gpu, kind, start_ts, end_ts, severity, action, "
         "impact_gpu_h, goodput_lost_gpu_h) VALUES (?, 'gpu', ?, ?, ?, ?, ?, ?, 'drain', 0.0, 0.0)",
-        [(f"a{i}", node, gpu, kind, _ts(s), _ts(e), sev) for i, (node, gpu, kind, sev, s, e) in enumerate(ANOMALIES)],
+        [
+            (f"a{i}", node, gpu, kind, _ts(s), _ts(e), sev)
+            for i, (node, gpu, kind, sev, s, e) in enumerate(ANOMALIES)
+        ],
     )
 
 
-SUMMARY_STEPS = ("attempt_clusters", "failure_escapes", "checkpoint_advice", "node_cost", "weekly_summary")
+SUMMARY_STEPS = (
+    "attempt_clusters",
+    "failure_escapes",
+    "checkpoint_advice",
+    "node_cost",
+    "weekly_summary",
+)
 """The compute steps run over the hand-made tables, in `gpufleet compute` order."""
 
 

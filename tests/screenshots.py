@@ -31,11 +31,18 @@ def drill_downs(db: Path) -> tuple[str, str, str]:
         full = weeks.filter(weeks["days"] >= 7)
         week = (full if full.height else weeks)["week"][0]
         iso = IsoWeek.parse(week)
-        params = {"week": week, "week_start": iso.start, "week_end": iso.end,
-                  "prev_week": iso.previous.label, "cluster": "*"}
+        params = {
+            "week": week,
+            "week_start": iso.start,
+            "week_end": iso.end,
+            "prev_week": iso.previous.label,
+            "cluster": "*",
+        }
         node = query_pl(con, "app/node_table", params)["node"][0]
         jobs = query_pl(con, "app/job_table", {**params, "outcome": "*"})
-        job = jobs.sort(["straggler_ranks", "gpu_hours"], descending=True, nulls_last=True)["job_id"][0]
+        job = jobs.sort(["straggler_ranks", "gpu_hours"], descending=True, nulls_last=True)[
+            "job_id"
+        ][0]
     finally:
         con.close()
     return week, node, job
@@ -59,8 +66,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", type=Path, default=Path("fleet.duckdb"))
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
-    parser.add_argument("--full-page", action="store_true",
-                        help="The whole page, not the first 1000 pixels (for checking a layout).")
+    parser.add_argument(
+        "--full-page",
+        action="store_true",
+        help="The whole page, not the first 1000 pixels (for checking a layout).",
+    )
     args = parser.parse_args(argv)
     week, node, job = drill_downs(args.db)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -68,14 +78,22 @@ def main(argv: list[str] | None = None) -> None:
     with app_server(args.db.resolve(), log_path) as served, chromium() as browser:
         base = served.url
         page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-        page.route("**/*", lambda route: route.continue_()
-                   if route.request.url.startswith((base, "data:", "blob:")) else route.abort())
+        page.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith((base, "data:", "blob:"))
+                else route.abort()
+            ),
+        )
         for name, path, heading in pages(week, node, job):
             page.goto(base + path)
             page.get_by_role("heading", name=heading).first.wait_for(timeout=60_000)
             settle(page)
             if args.full_page:  # Streamlit scrolls inside its own container: grow the viewport
-                height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+                height = page.evaluate(
+                    "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+                )
                 page.set_viewport_size({"width": WIDTH, "height": min(int(height) + 50, 8000)})
             page.wait_for_timeout(1500)  # plotly finishes drawing
             page.screenshot(path=str(args.out / name))

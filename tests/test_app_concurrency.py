@@ -34,7 +34,6 @@ con.close()
 """
 
 
-
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = build_app_db(tmp_path / "fleet.duckdb")
@@ -88,7 +87,12 @@ def test_compute_runs_while_a_page_reads_and_the_app_shows_the_new_numbers(
     )
     ingest = subprocess.run(
         [sys.executable, "-m", "pipelines", "--db", str(db), "ingest", "files", str(landing)],
-        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env=ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert ingest.returncode == 0, ingest.stderr
 
@@ -98,7 +102,12 @@ def test_compute_runs_while_a_page_reads_and_the_app_shows_the_new_numbers(
     try:
         compute = subprocess.run(
             [sys.executable, "-m", "pipelines", "--db", str(db), "compute", "--force"],
-            env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+            env=ENV,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert compute.returncode == 0, compute.stderr
         after = node_availability_shown(node, week)  # a new page run, same process
@@ -116,18 +125,30 @@ def test_compute_runs_while_a_page_reads_and_the_app_shows_the_new_numbers(
     assert after != before
 
 
-def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file_for_writing(db: Path) -> None:
+def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file_for_writing(
+    db: Path,
+) -> None:
     before = availability_shown(run_overview())
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db)], env=ENV, cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         at = run_overview()
         assert not at.error, [e.value for e in at.error]
         assert availability_shown(at) == before
-        shown = [i.value.replace("\\", "") for i in at.info]  # as rendered: Markdown escapes removed
-        assert any(f"held open for writing by {sys.executable}" in i and f"(pid {holder.pid})" in i
-                   for i in shown), shown
+        shown = [
+            i.value.replace("\\", "") for i in at.info
+        ]  # as rendered: Markdown escapes removed
+        assert any(
+            f"held open for writing by {sys.executable}" in i and f"(pid {holder.pid})" in i
+            for i in shown
+        ), shown
     finally:
         holder.stdin.write("\n")
         holder.stdin.flush()
@@ -140,8 +161,14 @@ def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file
 
 
 def test_a_page_that_was_never_read_says_to_reload_while_locked(db: Path) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITE_LOCK, str(db)], env=ENV, cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         at = AppTest.from_file(str(APP), default_timeout=60)

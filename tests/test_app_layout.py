@@ -21,7 +21,7 @@ T0 = datetime(2026, 11, 25, tzinfo=UTC)
     [
         (635, 200),  # 0, 200, 400, 600 (never 127, 254, 381: 635 / 5 rounded up)
         (381, 100),  # 76.2 per tick -> 100
-        (12, 5),     # 2.4 per tick -> 5: 0, 5, 10
+        (12, 5),  # 2.4 per tick -> 5: 0, 5, 10
         (5, 1),
         (0, 1),
         (1000, 200),
@@ -35,8 +35,8 @@ def test_count_ticks_are_round(largest: int, step: int) -> None:
     ("span", "step"),
     [
         (30.5, 10.0),  # 6.1 per tick -> 10 (never 15.2, 30.5)
-        (12.7, 5.0),   # 2.54 -> 5
-        (0.8, 0.2),    # 0.16 -> 0.2
+        (12.7, 5.0),  # 2.54 -> 5
+        (0.8, 0.2),  # 0.16 -> 0.2
         (100.0, 20.0),
     ],
 )
@@ -46,17 +46,22 @@ def test_nice_step(span: float, step: float) -> None:
 
 def daily(availability: list[float]) -> pl.DataFrame:
     days = [date(2026, 11, 23) + timedelta(days=i) for i in range(len(availability))]
-    return pl.DataFrame({
-        "day": days, "availability": availability,
-        "unavailable_node_h": [24.0 * (1 - a) for a in availability], "unknown_node_h": [0.0] * len(days),
-        "eligible_jobs": [635] * len(days), "succeeded_jobs": [600] * len(days),
-    })
+    return pl.DataFrame(
+        {
+            "day": days,
+            "availability": availability,
+            "unavailable_node_h": [24.0 * (1 - a) for a in availability],
+            "unknown_node_h": [0.0] * len(days),
+            "eligible_jobs": [635] * len(days),
+            "succeeded_jobs": [600] * len(days),
+        }
+    )
 
 
 @pytest.mark.parametrize(
     ("availability", "axis"),
     [
-        ([0.0] * 7, [0.0, 100.5]),           # a cluster down all week: 0..100, never -1..1
+        ([0.0] * 7, [0.0, 100.5]),  # a cluster down all week: 0..100, never -1..1
         ([0.992, 0.999, 1.0], [99.0, 100.5]),  # lowest 99.2 %: span 0.8, step 0.2, one step under
         ([1.0] * 7, [99.0, 100.5]),
     ],
@@ -71,12 +76,17 @@ def test_jobs_axis_has_round_ticks() -> None:
     assert fig.layout.yaxis.dtick == 200  # 635 jobs a day
 
 
-PARETO = pl.DataFrame({
-    "cause": ["XID 79 (GPU fell off the bus)", "NCCL timeout", "OOM"],
-    "failure_class": ["hardware", "software", "software"],
-    "attempts": [3, 5, 1], "gpu_h": [30.0, 10.0, 1.0], "cum_share": [0.33, 0.88, 1.0],
-    "lost_gpu_h": [30.5, 10.0, 1.0], "lost_cum_share": [0.73, 0.98, 1.0],
-})
+PARETO = pl.DataFrame(
+    {
+        "cause": ["XID 79 (GPU fell off the bus)", "NCCL timeout", "OOM"],
+        "failure_class": ["hardware", "software", "software"],
+        "attempts": [3, 5, 1],
+        "gpu_h": [30.0, 10.0, 1.0],
+        "cum_share": [0.33, 0.88, 1.0],
+        "lost_gpu_h": [30.5, 10.0, 1.0],
+        "lost_cum_share": [0.73, 0.98, 1.0],
+    }
+)
 
 
 @pytest.mark.parametrize(
@@ -98,22 +108,31 @@ def test_lost_pareto_ticks_are_round() -> None:
 
 
 def test_anomaly_spans_carry_no_stacked_labels() -> None:
-    samples = pl.DataFrame({
-        "gpu": [0] * 8, "bucket_ts": [T0 + timedelta(minutes=15 * i) for i in range(8)],
-        "value": [1400.0] * 8,
-    })
+    samples = pl.DataFrame(
+        {
+            "gpu": [0] * 8,
+            "bucket_ts": [T0 + timedelta(minutes=15 * i) for i in range(8)],
+            "value": [1400.0] * 8,
+        }
+    )
     # three findings overlapping the same hour: their labels used to pile up on the top edge
-    anomalies = pl.DataFrame({
-        "kind": ["thermal", "clock_drop", "xid"], "gpu": [0, 0, None], "severity": ["warn", "warn", "critical"],
-        "start_ts": [T0, T0 + timedelta(minutes=5), T0 + timedelta(minutes=10)],
-        "end_ts": [T0 + timedelta(hours=1)] * 3,
-    })
+    anomalies = pl.DataFrame(
+        {
+            "kind": ["thermal", "clock_drop", "xid"],
+            "gpu": [0, 0, None],
+            "severity": ["warn", "warn", "critical"],
+            "start_ts": [T0, T0 + timedelta(minutes=5), T0 + timedelta(minutes=10)],
+            "end_ts": [T0 + timedelta(hours=1)] * 3,
+        }
+    )
     fig = charts.gpu_metric(samples, anomalies, "SM clock (MHz)")
     assert len(fig.layout.shapes) == 3
     assert not fig.layout.annotations  # no text on the spans
     markers = {t.name: list(t.hovertext) for t in fig.data if t.name.endswith("finding")}
-    assert markers == {"warn finding": ["thermal (gpu 0), warn", "clock_drop (gpu 0), warn"],
-                       "critical finding": ["xid (node), critical"]}
+    assert markers == {
+        "warn finding": ["thermal (gpu 0), warn", "clock_drop (gpu 0), warn"],
+        "critical finding": ["xid (node), critical"],
+    }
 
 
 # ---------------------------------------------------------------- tables (AppTest)
@@ -142,7 +161,12 @@ def test_node_page_anomalies_action_and_impact_before_times(use_db: Path) -> Non
     no_errors(at)
     table = next(f for f in frames(at) if "evidence" in f.columns)
     columns = list(table.columns)
-    assert columns.index("action") < columns.index("impact_gpu_h") < columns.index("evidence") < columns.index("start_ts")
+    assert (
+        columns.index("action")
+        < columns.index("impact_gpu_h")
+        < columns.index("evidence")
+        < columns.index("start_ts")
+    )
 
 
 @pytest.mark.parametrize(

@@ -41,8 +41,13 @@ SLURM_JOB = "4711"
 # node, step, severity, status, command
 EXPECTED_W48 = [
     ("gpu-001", "reset_gpu", "critical", "ended", None),
-    ("gpu-003", "drain", "critical", "granted",
-     'scontrol update NodeName=gpu-003 State=DRAIN Reason="gpufleet drain: condition_flap"'),
+    (
+        "gpu-003",
+        "drain",
+        "critical",
+        "granted",
+        'scontrol update NodeName=gpu-003 State=DRAIN Reason="gpufleet drain: condition_flap"',
+    ),
     ("gpu-000", "watch", "warn", "watch", None),
 ]
 
@@ -63,7 +68,9 @@ def test_the_page_lists_every_node_with_a_step_most_severe_then_costliest(use_db
     at = open_page("remediation", week="2026-W48")
     no_errors(at)
     table = at.dataframe[0].value
-    assert table[["node", "step", "severity", "status"]].values.tolist() == [list(r[:4]) for r in EXPECTED_W48]
+    assert table[["node", "step", "severity", "status"]].values.tolist() == [
+        list(r[:4]) for r in EXPECTED_W48
+    ]
     assert [None if pd.isna(c) else c for c in table["command"]] == [r[4] for r in EXPECTED_W48]
     assert table["cost_gpu_h"].round(3).tolist() == [28.0, 0.158, 28.0]
     assert table["node_link"].tolist()[1] == "/nodes?node=gpu-003&week=2026-W48"
@@ -76,19 +83,26 @@ def test_the_page_lists_every_node_with_a_step_most_severe_then_costliest(use_db
     assert history["step"].tolist() == ["reset_gpu"]
 
 
-@pytest.mark.parametrize(("step", "command"), [
-    ("cordon", "kubectl cordon gpu-000"),
-    ("drain", "kubectl drain gpu-000 --ignore-daemonsets --delete-emptydir-data"),
-    ("replace", "kubectl drain gpu-000 --ignore-daemonsets --delete-emptydir-data"),
-])
-def test_a_kubernetes_node_gets_kubectl(app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        step: str, command: str) -> None:
+@pytest.mark.parametrize(
+    ("step", "command"),
+    [
+        ("cordon", "kubectl cordon gpu-000"),
+        ("drain", "kubectl drain gpu-000 --ignore-daemonsets --delete-emptydir-data"),
+        ("replace", "kubectl drain gpu-000 --ignore-daemonsets --delete-emptydir-data"),
+    ],
+)
+def test_a_kubernetes_node_gets_kubectl(
+    app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str, command: str
+) -> None:
     # gpu-000 (c1, kubernetes): its throttling finding raised to `step`, granted.
     db = tmp_path / "fleet.duckdb"
     shutil.copyfile(app_db, db)
     con = duckdb.connect(str(db))
     con.execute("UPDATE node_remediation_history SET step = ? WHERE node = 'gpu-000'", [step])
-    con.execute("UPDATE node_remediation SET ladder_step = ?, decision = 'act' WHERE node = 'gpu-000'", [step])
+    con.execute(
+        "UPDATE node_remediation SET ladder_step = ?, decision = 'act' WHERE node = 'gpu-000'",
+        [step],
+    )
     con.close()
     monkeypatch.setenv("GPUFLEET_DB", str(db))
     at = open_page("remediation", week="2026-W48", cluster="c1")
@@ -116,32 +130,69 @@ def test_the_anomalies_link_filters_by_node(use_db: Path) -> None:
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], check=False, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_writes_the_same_plan_as_json_and_csv(app_db: Path, tmp_path: Path) -> None:
-    js = run_cli("--db", str(app_db), "remediation", "--week", "2026-W48", "--format", "json", cwd=tmp_path)
+    js = run_cli(
+        "--db", str(app_db), "remediation", "--week", "2026-W48", "--format", "json", cwd=tmp_path
+    )
     assert js.returncode == 0, js.stderr
     document = json.loads(js.stdout)
     assert document["week"] == "2026-W48" and document["dry_run"] is True
     nodes = document["nodes"]
-    assert [(n["node"], n["step"], n["severity"], n["status"], n["command"]) for n in nodes] == EXPECTED_W48
+    assert [
+        (n["node"], n["step"], n["severity"], n["status"], n["command"]) for n in nodes
+    ] == EXPECTED_W48
     assert nodes[1]["since"] == "2026-11-28T06:00:00+00:00" and nodes[1]["until"] is None
-    assert nodes[1]["history"] == "cordon 2026-11-27 00:06–2026-11-27 04:00; drain 2026-11-28 06:00–…"
+    assert (
+        nodes[1]["history"] == "cordon 2026-11-27 00:06–2026-11-27 04:00; drain 2026-11-28 06:00–…"
+    )
 
     out = tmp_path / "plan.csv"
-    done = run_cli("--db", str(app_db), "remediation", "--week", "2026-W48", "--format", "csv",
-                   "--out", str(out), "--cluster", "c2", cwd=tmp_path)
+    done = run_cli(
+        "--db",
+        str(app_db),
+        "remediation",
+        "--week",
+        "2026-W48",
+        "--format",
+        "csv",
+        "--out",
+        str(out),
+        "--cluster",
+        "c2",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert [(r["node"], r["status"], r["command"]) for r in rows] == [("gpu-003", "granted", EXPECTED_W48[1][4])]
+    assert [(r["node"], r["status"], r["command"]) for r in rows] == [
+        ("gpu-003", "granted", EXPECTED_W48[1][4])
+    ]
     back = pl.read_csv(out)
-    assert back["node"].to_list() == ["gpu-003"] and back["cost_gpu_h"].round(3).to_list() == [0.158]
+    assert back["node"].to_list() == ["gpu-003"] and back["cost_gpu_h"].round(3).to_list() == [
+        0.158
+    ]
 
 
-def test_cli_refuses_an_unknown_cluster_and_says_it_is_a_dry_run(app_db: Path, tmp_path: Path) -> None:
-    bad = run_cli("--db", str(app_db), "remediation", "--week", "2026-W48", "--cluster", "c9", cwd=tmp_path)
-    assert bad.returncode == 2 and "Unknown cluster `c9`" in bad.stderr and "Traceback" not in bad.stderr
+def test_cli_refuses_an_unknown_cluster_and_says_it_is_a_dry_run(
+    app_db: Path, tmp_path: Path
+) -> None:
+    bad = run_cli(
+        "--db", str(app_db), "remediation", "--week", "2026-W48", "--cluster", "c9", cwd=tmp_path
+    )
+    assert (
+        bad.returncode == 2
+        and "Unknown cluster `c9`" in bad.stderr
+        and "Traceback" not in bad.stderr
+    )
     helped = run_cli("remediation", "--help", cwd=tmp_path)
     assert "never acts on a cluster" in " ".join(helped.stdout.split())

@@ -59,7 +59,11 @@ def test_counters_are_rates_per_hour_reset_safe(use_db: Path) -> None:
     totals = next(d.value for d in at.dataframe if "peak_per_hour" in d.value.columns)
     row = totals.iloc[0]
     assert (row["counter"], row["gpu"], row["increase"], row["peak_per_hour"]) == (
-        "ECC single-bit errors", str(ECC_GPU), 32.0, 10.0)
+        "ECC single-bit errors",
+        str(ECC_GPU),
+        32.0,
+        10.0,
+    )
     assert any("ECC double-bit errors" in c.value for c in at.caption)  # flat all week
 
 
@@ -77,17 +81,23 @@ def test_gpu_chart_band_is_the_min_and_max_of_the_samples(use_db: Path) -> None:
     band = next(t for t in chart["data"] if t["name"] == "gpu 5 min-max")
     mean = next(t for t in chart["data"] if t["name"] == "gpu 5")
     assert band["fill"] == "toself"
-    expected = sql(use_db, f"""
+    expected = sql(
+        use_db,
+        f"""
         SELECT min(value) AS lo, max(value) AS hi FROM gpu_samples
         WHERE node = 'gpu-000' AND gpu = 5 AND metric = 'DCGM_FI_DEV_SM_CLOCK'
-          AND ts >= {W48_START} AND ts < {W48_END}""").row(0)
+          AND ts >= {W48_START} AND ts < {W48_END}""",
+    ).row(0)
     edges: dict[str, dict[pd.Timestamp, float]] = {"max": {}, "min": {}}
     for x, y, edge in zip(band["x"], band["y"], band["customdata"]):
         if edge is not None:
             edges[edge][pd.Timestamp(x)] = y
     lows, highs = edges["min"], edges["max"]
-    means = {pd.Timestamp(x): y for x, y in zip(mean["x"], values(mean["y"]))
-             if y is not None and not np.isnan(y)}
+    means = {
+        pd.Timestamp(x): y
+        for x, y in zip(mean["x"], values(mean["y"]))
+        if y is not None and not np.isnan(y)
+    }
     # fixture: gpu 5 at 345 MHz idle, 1980 busy, 1500 throttled
     assert (min(lows.values()), max(highs.values())) == expected == (345.0, 1980.0)
     assert lows.keys() == highs.keys() == means.keys()
@@ -114,7 +124,10 @@ def _filled_spans(traces: list[go.Scatter]) -> list[tuple[datetime, datetime]]:
             runs = [[x for x in xs if x is not None and not pd.isna(x)]]
         else:
             continue
-        spans += [(pd.Timestamp(min(r)).to_pydatetime(), pd.Timestamp(max(r)).to_pydatetime()) for r in runs]
+        spans += [
+            (pd.Timestamp(min(r)).to_pydatetime(), pd.Timestamp(max(r)).to_pydatetime())
+            for r in runs
+        ]
     return spans
 
 
@@ -123,25 +136,50 @@ def test_band_and_mean_line_break_at_a_telemetry_gap() -> None:
     the 90-minute silence (> 2 x 15 min) is a gap. The band covers 00:00-00:30 and 02:00-02:15 and
     nothing in between; the mean line has a null at 00:45 (the bucket after 00:30)."""
     minutes = [0, 15, 30, 120, 135]
-    samples = pl.DataFrame({
-        "gpu": [0] * 5,
-        "bucket_ts": [datetime(2026, 11, 23, tzinfo=UTC) + timedelta(minutes=m) for m in minutes],
-        "value": [10.0, 11.0, 12.0, 20.0, 21.0],
-        "min_value": [8.0, 9.0, 10.0, 18.0, 19.0],
-        "max_value": [12.0, 13.0, 14.0, 22.0, 23.0],
-    })
-    anomalies = pl.DataFrame(schema={"start_ts": pl.Datetime("us", "UTC"), "end_ts": pl.Datetime("us", "UTC"),
-                                     "gpu": pl.Int64, "severity": pl.Utf8, "kind": pl.Utf8})
+    samples = pl.DataFrame(
+        {
+            "gpu": [0] * 5,
+            "bucket_ts": [
+                datetime(2026, 11, 23, tzinfo=UTC) + timedelta(minutes=m) for m in minutes
+            ],
+            "value": [10.0, 11.0, 12.0, 20.0, 21.0],
+            "min_value": [8.0, 9.0, 10.0, 18.0, 19.0],
+            "max_value": [12.0, 13.0, 14.0, 22.0, 23.0],
+        }
+    )
+    anomalies = pl.DataFrame(
+        schema={
+            "start_ts": pl.Datetime("us", "UTC"),
+            "end_ts": pl.Datetime("us", "UTC"),
+            "gpu": pl.Int64,
+            "severity": pl.Utf8,
+            "kind": pl.Utf8,
+        }
+    )
     fig = figures.gpu_metric_band(samples, anomalies, "SM clock (MHz)")
     bands = [t for t in fig.data if t.fill in ("toself", "tonexty")]
     spans = _filled_spans(bands)
     at = datetime(2026, 11, 23)
-    assert spans == [(at, at + timedelta(minutes=30)), (at + timedelta(hours=2), at + timedelta(minutes=135))]
+    assert spans == [
+        (at, at + timedelta(minutes=30)),
+        (at + timedelta(hours=2), at + timedelta(minutes=135)),
+    ]
     inside_gap = at + timedelta(hours=1)
     assert not any(start <= inside_gap <= end for start, end in spans)
     # both edges of each polygon: max forward, min back (8..10 under 12..14, 18..19 under 22..23)
     band = bands[0]
-    assert [y for y in band.y if y is not None] == [12.0, 13.0, 14.0, 10.0, 9.0, 8.0, 22.0, 23.0, 19.0, 18.0]
+    assert [y for y in band.y if y is not None] == [
+        12.0,
+        13.0,
+        14.0,
+        10.0,
+        9.0,
+        8.0,
+        22.0,
+        23.0,
+        19.0,
+        18.0,
+    ]
     mean = next(t for t in fig.data if t.name == "gpu 0")
     breaks = [pd.Timestamp(x).to_pydatetime() for x, y in zip(mean.x, mean.y) if np.isnan(y)]
     assert breaks == [at + timedelta(minutes=45)]
@@ -167,7 +205,9 @@ def test_node_without_reasons_field_says_so(use_db: Path) -> None:
     at = open_page("nodes", node="gpu-001", week="2026-W48")
     no_errors(at)
     assert any("reports neither" in c.value for c in at.caption)
-    assert not any(f["layout"]["title"]["text"].startswith("Clock-event") for f in plotly_figures(at))
+    assert not any(
+        f["layout"]["title"]["text"].startswith("Clock-event") for f in plotly_figures(at)
+    )
 
 
 def test_gpu_uuids_for_an_rma_ticket(use_db: Path) -> None:
@@ -190,19 +230,33 @@ def heatmap(at) -> dict:
     [
         # default: GPU temperature, mean of the node's GPUs' samples in the hour
         ({}, "DCGM_FI_DEV_GPU_TEMP", "avg", "avg(value)"),
-        ({"field": "DCGM_FI_DEV_SM_CLOCK", "stat": "min"}, "DCGM_FI_DEV_SM_CLOCK", "min", "min(value)"),
-        ({"field": "DCGM_FI_DEV_POWER_USAGE", "stat": "max"}, "DCGM_FI_DEV_POWER_USAGE", "max", "max(value)"),
+        (
+            {"field": "DCGM_FI_DEV_SM_CLOCK", "stat": "min"},
+            "DCGM_FI_DEV_SM_CLOCK",
+            "min",
+            "min(value)",
+        ),
+        (
+            {"field": "DCGM_FI_DEV_POWER_USAGE", "stat": "max"},
+            "DCGM_FI_DEV_POWER_USAGE",
+            "max",
+            "max(value)",
+        ),
     ],
 )
-def test_fleet_heatmap_is_nodes_by_hour(use_db: Path, query: dict, field: str, statistic: str,
-                                        sql_value: str) -> None:
+def test_fleet_heatmap_is_nodes_by_hour(
+    use_db: Path, query: dict, field: str, statistic: str, sql_value: str
+) -> None:
     at = open_page("telemetry", week="2026-W48", **query)
     no_errors(at)
     trace = heatmap(at)["data"][0]
-    expected = sql(use_db, f"""
+    expected = sql(
+        use_db,
+        f"""
         SELECT node, time_bucket(INTERVAL 1 HOUR, ts) AS hour, {sql_value} AS v
         FROM gpu_samples WHERE metric = '{field}' AND ts >= {W48_START} AND ts < {W48_END}
-        GROUP BY ALL ORDER BY node, hour""")
+        GROUP BY ALL ORDER BY node, hour""",
+    )
     nodes = sorted(expected["node"].unique().to_list())
     assert trace["y"] == nodes  # fixture: gpu-000 and gpu-001 report DCGM fields
     assert len(trace["x"]) == 168  # 7 days of 1-hour columns (at most 200)
@@ -221,12 +275,22 @@ def test_fleet_heatmap_keeps_a_column_no_node_reported_empty() -> None:
     1-hour columns and the two silent ones are empty, not covered by widened neighbours (plotly
     sizes a cell to meet the next x)."""
     at = datetime(2026, 11, 23, tzinfo=UTC)
-    cells = pl.DataFrame({
-        "node": ["n1", "n2", "n1", "n2", "n1"],
-        "column_ts": [at, at, at + timedelta(hours=1), at + timedelta(hours=1), at + timedelta(hours=4)],
-        "mean_value": [50.0, 60.0, 51.0, 61.0, 54.0],
-    })
-    trace = figures.fleet_heatmap(cells, "mean_value", "GPU temperature (°C)").data[0]  # 1-h columns
+    cells = pl.DataFrame(
+        {
+            "node": ["n1", "n2", "n1", "n2", "n1"],
+            "column_ts": [
+                at,
+                at,
+                at + timedelta(hours=1),
+                at + timedelta(hours=1),
+                at + timedelta(hours=4),
+            ],
+            "mean_value": [50.0, 60.0, 51.0, 61.0, 54.0],
+        }
+    )
+    trace = figures.fleet_heatmap(cells, "mean_value", "GPU temperature (°C)").data[
+        0
+    ]  # 1-h columns
     assert [pd.Timestamp(x).hour for x in trace.x] == [0, 1, 2, 3, 4]
     grid = np.array(trace.z, dtype=float)
     assert np.isnan(grid[:, 2:4]).all()
@@ -240,15 +304,19 @@ def test_links_up_step_lines_break_at_missing_buckets() -> None:
     said how many links were up."""
     at = datetime(2026, 11, 23, tzinfo=UTC)
     hours = [0, 1, 2, 5, 6]
-    links = pl.DataFrame({
-        "bucket_ts": [at + timedelta(hours=h) for h in hours],
-        "links_min": [32, 32, 30, 32, 32],
-        "links_max": [32, 32, 32, 32, 32],
-        "expected": [32] * 5,
-    })
+    links = pl.DataFrame(
+        {
+            "bucket_ts": [at + timedelta(hours=h) for h in hours],
+            "links_min": [32, 32, 30, 32, 32],
+            "links_max": [32, 32, 32, 32, 32],
+            "expected": [32] * 5,
+        }
+    )
     fig = figures.nic_links(links)  # hourly buckets
     fewest = next(t for t in fig.data if t.name == "fewest up")
-    points = [(pd.Timestamp(x).hour, None if np.isnan(y) else y) for x, y in zip(fewest.x, fewest.y)]
+    points = [
+        (pd.Timestamp(x).hour, None if np.isnan(y) else y) for x, y in zip(fewest.x, fewest.y)
+    ]
     assert points == [(0, 32), (1, 32), (2, 30), (3, 30), (3, None), (5, 32), (6, 32)]
     most = next(t for t in fig.data if t.name == "most up")
     assert [pd.Timestamp(x).hour for x in most.x] == [0, 1, 2, 3, 3, 5, 6]
@@ -282,8 +350,9 @@ def test_fleet_telemetry_page_shows_no_stray_text(use_db: Path) -> None:
     assert [m.value for m in at.markdown if "column" in m.value or "URL" in m.value] == []
 
 
-def test_rollup_from_an_older_version_asks_for_a_recompute(app_db: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rollup_from_an_older_version_asks_for_a_recompute(
+    app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a database computed before the rollup had `increase`: a clear message, not a traceback
     import shutil
 

@@ -18,7 +18,9 @@ W48_END = "TIMESTAMPTZ '2026-11-30 00:00+00'"
 
 
 def summary(db: Path, cluster: str) -> pl.DataFrame:
-    return sql(db, "SELECT * FROM weekly_summary WHERE coalesce(cluster, '*') = ? ORDER BY week", [cluster])
+    return sql(
+        db, "SELECT * FROM weekly_summary WHERE coalesce(cluster, '*') = ? ORDER BY week", [cluster]
+    )
 
 
 # ---------------------------------------------------------------- sparklines
@@ -65,10 +67,14 @@ def test_a_single_point_draws_no_sparkline(use_db: Path) -> None:
         ("Escape rate %", "escape_rate", 100),
     ],
 )
-def test_trends_section_draws_every_cluster_per_week(use_db: Path, panel: str, column: str, scale: int) -> None:
+def test_trends_section_draws_every_cluster_per_week(
+    use_db: Path, panel: str, column: str, scale: int
+) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
-    figure = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"] == "Per ISO week and cluster")
+    figure = next(
+        f for f in plotly_figures(at) if f["layout"]["title"]["text"] == "Per ISO week and cluster"
+    )
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     axis = titles.index(panel) + 1
     xaxis = "x" if axis == 1 else f"x{axis}"
@@ -90,7 +96,9 @@ def test_trends_section_draws_every_cluster_per_week(use_db: Path, panel: str, c
 def test_trend_table_lists_each_week_and_cluster(use_db: Path) -> None:
     at = open_page(None, week="2026-W48")
     no_errors(at)
-    table = next(d.value for d in at.dataframe if "interruptions_per_1k_gpu_days" in d.value.columns)
+    table = next(
+        d.value for d in at.dataframe if "interruptions_per_1k_gpu_days" in d.value.columns
+    )
     assert len(table) == 6  # 2 weeks x (c1, c2, all clusters)
     row = table[(table["week"] == "2026-W48") & (table["cluster"] == "c2")].iloc[0]
     assert row["goodput"] == pytest.approx(81.02)  # 0.8102 as a percentage
@@ -115,7 +123,9 @@ def test_pareto_weighted_by_gpu_hours_lost(use_db: Path) -> None:
     at = open_page(None, week="2026-W48", pareto="lost")
     no_errors(at)
     assert at.query_params["pareto"] == "lost"
-    figure = next(f for f in plotly_figures(at) if f["layout"]["title"]["text"].startswith("GPU-hours lost"))
+    figure = next(
+        f for f in plotly_figures(at) if f["layout"]["title"]["text"].startswith("GPU-hours lost")
+    )
     bars = {t["name"]: sum(t["y"]) for t in figure["data"] if t["type"] == "bar"}
     expected = dict(sql(use_db, LOST_SQL).iter_rows())
     # fixture: hardware j-101 a0 = 16 GPUs x 35 min wasted + 16 x 2 h 55 min recovery = 56 GPU-h;
@@ -162,8 +172,11 @@ def test_goodput_per_team_and_queue(use_db: Path, group: str) -> None:
     assert set(shown) == set(expected["name"])
     for name, allocated, productive in expected.iter_rows():
         assert shown[name][0] == pytest.approx(allocated)
-        assert shown[name][1] == pytest.approx(100 * productive / allocated) if productive else (
-            shown[name][1] == 0 or math.isnan(shown[name][1]))
+        assert (
+            shown[name][1] == pytest.approx(100 * productive / allocated)
+            if productive
+            else (shown[name][1] == 0 or math.isnan(shown[name][1]))
+        )
     # fixture, team llm: j-101 + j-103 = 16 x (0.5 + 1 + 35/60 + 0.25 + 4.75) + 16 x 4 = 177.33 GPU-h
     if group == "team":
         assert shown["llm"][0] == pytest.approx(16 * (0.5 + 1 + 35 / 60 + 0.25 + 4.75) + 16 * 4)

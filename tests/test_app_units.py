@@ -27,7 +27,10 @@ def test_filters_bind_the_week_as_utc_instants(text: str, monday: date, previous
     params = Filters(IsoWeek.parse(text), "c1").params()
     start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
     assert params == {
-        "week": text, "week_start": start, "week_end": start + timedelta(days=7), "prev_week": previous,
+        "week": text,
+        "week_start": start,
+        "week_end": start + timedelta(days=7),
+        "prev_week": previous,
         "cluster": "c1",
     }
 
@@ -116,11 +119,13 @@ def test_gpu_chart_breaks_only_at_telemetry_gaps(minutes: list[int], breaks: int
     from gpufleet_app.charts import _with_gaps
 
     start = datetime(2026, 11, 23, tzinfo=UTC)
-    samples = pl.DataFrame({
-        "gpu": [0] * len(minutes),
-        "bucket_ts": [start + timedelta(minutes=m) for m in minutes],
-        "value": [1.0] * len(minutes),
-    })
+    samples = pl.DataFrame(
+        {
+            "gpu": [0] * len(minutes),
+            "bucket_ts": [start + timedelta(minutes=m) for m in minutes],
+            "value": [1.0] * len(minutes),
+        }
+    )
     drawn = _with_gaps(samples, 900)
     assert drawn["value"].null_count() == breaks
     assert drawn.height == len(minutes) + breaks

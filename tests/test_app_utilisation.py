@@ -39,7 +39,9 @@ def test_the_page_shows_teams_idle_jobs_packing_and_models(use_db: Path) -> None
     assert packing[["workload", "profile"]].values.tolist() == [["notebook", "1g.10gb"]]
     # H100s (n1 + n3) as whole GPUs, the A100's three MIG instances apart.
     assert models[["gpu_model", "mig_instance", "devices"]].values.tolist() == [
-        ["NVIDIA A100 80GB PCIe", True, 3], ["NVIDIA H100 80GB HBM3", False, 9]]
+        ["NVIDIA A100 80GB PCIe", True, 3],
+        ["NVIDIA H100 80GB HBM3", False, 9],
+    ]
 
 
 def test_the_page_is_in_the_navigation(use_db: Path) -> None:
@@ -55,8 +57,10 @@ def test_the_overview_links_the_utilisation_page(use_db: Path) -> None:
     no_errors(at)
     links = [link for link in at.get("page_link") if link.proto.label.startswith("Utilisation:")]
     assert len(links) == 1
-    assert links[0].proto.label == ("Utilisation: 12.64 % of allocated GPU-hours busy, 7.1 GPU-h allocated but "
-                                    "idle, 0.01 GPUs freeable by MIG packing")
+    assert links[0].proto.label == (
+        "Utilisation: 12.64 % of allocated GPU-hours busy, 7.1 GPU-h allocated but "
+        "idle, 0.01 GPUs freeable by MIG packing"
+    )
 
 
 def test_the_job_page_shows_the_job_utilisation(use_db: Path) -> None:
@@ -64,8 +68,10 @@ def test_the_job_page_shows_the_job_utilisation(use_db: Path) -> None:
     no_errors(at)
     lines = [m.value for m in at.markdown if m.value.startswith("**Utilisation:**")]
     # 0.9 busy of 8 GPU-h: 11.25 % mean; p95 of 60 windows at 90 % and 420 at 0 % is 90 %.
-    expected = ("**Utilisation:** mean activity 11.25 %, p95 90.00 % · 1 of 8 GPUs used · 7.0 GPU-h "
-                "allocated but idle of 8.0 GPU-h in telemetry · memory high-water 40.0 GiB")
+    expected = (
+        "**Utilisation:** mean activity 11.25 %, p95 90.00 % · 1 of 8 GPUs used · 7.0 GPU-h "
+        "allocated but idle of 8.0 GPU-h in telemetry · memory high-water 40.0 GiB"
+    )
     assert lines == [expected]
 
 
@@ -74,6 +80,11 @@ def test_the_node_page_marks_mig_partitioned_gpus(use_db: Path) -> None:
     no_errors(at)
     lines = [m.value for m in at.markdown if m.value.startswith("**MIG-partitioned:**")]
     assert len(lines) == 1
-    assert lines[0].startswith("**MIG-partitioned:** GPU 0 · instances 1:3g.40gb, 5:2g.20gb, 13:1g.10gb · ")
-    assert not [m for m in open_page("nodes", node="n1", week="2026-W48").markdown
-                if m.value.startswith("**MIG-partitioned:**")]
+    assert lines[0].startswith(
+        "**MIG-partitioned:** GPU 0 · instances 1:3g.40gb, 5:2g.20gb, 13:1g.10gb · "
+    )
+    assert not [
+        m
+        for m in open_page("nodes", node="n1", week="2026-W48").markdown
+        if m.value.startswith("**MIG-partitioned:**")
+    ]

@@ -52,35 +52,67 @@ def intervals(con, node: str) -> list[tuple[str, str, str, str | None]]:
         # Maintenance 23:00-23:30 wins over the Ready=False samples inside it; the 01:09 Ready sample
         # holds until 01:14 (staleness 300 s), the next comes at 01:30; Unknown samples 01:40..01:44
         # hold until the True sample at 01:45.
-        ("n1", [("22:00", "23:00", "available", None),
+        (
+            "n1",
+            [
+                ("22:00", "23:00", "available", None),
                 ("23:00", "23:30", "maintenance", "maintenance: firmware"),
                 ("23:30", "01:14", "available", None),
                 ("01:14", "01:30", "unknown", "Ready stale"),
                 ("01:30", "01:40", "available", None),
                 ("01:40", "01:45", "unknown", "Ready=Unknown (NodeStatusUnknown)"),
-                ("01:45", "02:00", "available", None)]),
+                ("01:45", "02:00", "available", None),
+            ],
+        ),
         # Ready=False samples 00:30..00:59, replaced by True at 01:00.
-        ("n2", [("22:00", "00:30", "available", None),
+        (
+            "n2",
+            [
+                ("22:00", "00:30", "available", None),
                 ("00:30", "01:00", "unavailable", "Ready=False (KubeletNotReady)"),
-                ("01:00", "02:00", "available", None)]),
+                ("01:00", "02:00", "available", None),
+            ],
+        ),
         # gpu 1's 23:39 sample holds until 23:44; the next is at 00:20 (fail closed: unknown).
-        ("n3", [("22:00", "23:44", "available", None),
+        (
+            "n3",
+            [
+                ("22:00", "23:44", "available", None),
                 ("23:44", "00:20", "unknown", "no DCGM sample from gpu 1"),
-                ("00:20", "02:00", "available", None)]),
+                ("00:20", "02:00", "available", None),
+            ],
+        ),
         # The warn anomaly 22:30-22:45 degrades; Unschedulable=True 01:00..01:29 is a cordon until 01:30.
-        ("n4", [("22:00", "22:30", "available", None),
+        (
+            "n4",
+            [
+                ("22:00", "22:30", "available", None),
                 ("22:30", "22:45", "degraded", "anomaly: throttling on gpu 0"),
                 ("22:45", "01:00", "available", None),
                 ("01:00", "01:30", "unavailable", "cordoned"),
-                ("01:30", "02:00", "available", None)]),
+                ("01:30", "02:00", "available", None),
+            ],
+        ),
     ],
 )
 def test_node_state_intervals(fleet_con, node, expected):
     assert intervals(fleet_con, node) == expected
 
 
-AVAILABILITY_COLUMNS = ("in_fleet_s", "maintenance_s", "available_s", "degraded_s", "unavailable_s",
-                        "unknown_s", "availability", "failures", "mtbf_h", "repair_episodes", "repair_s", "mttr_h")
+AVAILABILITY_COLUMNS = (
+    "in_fleet_s",
+    "maintenance_s",
+    "available_s",
+    "degraded_s",
+    "unavailable_s",
+    "unknown_s",
+    "availability",
+    "failures",
+    "mtbf_h",
+    "repair_episodes",
+    "repair_s",
+    "mttr_h",
+)
 
 
 @pytest.mark.parametrize(
@@ -121,7 +153,24 @@ def test_node_availability_daily(fleet_con, day, node, expected):
         (MON, "c1", (21600, 1800, 18840, 0, 0, 960, 18840 / 19800, 1, 18840 / 3600, 1, 2160, 0.6)),
         # c1 Tue: up 5940 + 5400 + 6000 = 17340; unknown 1260 + 1200 = 2460; 17340 / 21600 = 0.80278;
         # failures 2 (n1) + 1 (n2) = 3: MTBF 17340 / 3 s = 1.6056 h; episodes 960 + 300 + 1800 = 3060 s / 3 = 0.2833 h.
-        (TUE, "c1", (21600, 0, 17340, 0, 1800, 2460, 17340 / 21600, 3, 17340 / 3 / 3600, 3, 3060, 3060 / 3 / 3600)),
+        (
+            TUE,
+            "c1",
+            (
+                21600,
+                0,
+                17340,
+                0,
+                1800,
+                2460,
+                17340 / 21600,
+                3,
+                17340 / 3 / 3600,
+                3,
+                3060,
+                3060 / 3 / 3600,
+            ),
+        ),
         # c2 Mon: no failure, so MTBF and MTTR are NULL (not zero, not infinite).
         (MON, "c2", (7200, 0, 6300, 900, 0, 0, 1.0, 0, None, 0, 0, None)),
         (TUE, "c2", (7200, 0, 5400, 0, 1800, 0, 0.75, 1, 1.5, 1, 1800, 0.5)),
@@ -170,7 +219,8 @@ def test_a_node_that_goes_silent_stays_unknown_to_the_horizon(con):
         ("00:05", "02:00", "unknown", "Ready stale; no DCGM sample from any GPU"),
     ]
     row = con.execute(
-        "SELECT failures, repair_episodes FROM node_availability_daily WHERE node = 'n1' AND day = ?", [TUE]
+        "SELECT failures, repair_episodes FROM node_availability_daily WHERE node = 'n1' AND day = ?",
+        [TUE],
     ).fetchall()
     assert row == [(1, 0)]
 
@@ -187,9 +237,13 @@ def test_a_node_that_goes_silent_stays_unknown_to_the_horizon(con):
 def test_a_missing_gpu_is_unknown_or_unavailable(con, require_gpu_telemetry, expected_state):
     def build(f: Fleet) -> None:
         gap = set(minutes(at("00:00"), at("00:59")))
-        healthy_node(f, "n1", "c1", gpu1=[t for t in minutes(at("22:00"), at("02:00")) if t not in gap])
+        healthy_node(
+            f, "n1", "c1", gpu1=[t for t in minutes(at("22:00"), at("02:00")) if t not in gap]
+        )
 
-    settings = Settings(availability=AvailabilitySettings(require_gpu_telemetry=require_gpu_telemetry))
+    settings = Settings(
+        availability=AvailabilitySettings(require_gpu_telemetry=require_gpu_telemetry)
+    )
     small_fleet(con, build, settings)
     assert intervals(con, "n1") == [
         ("22:00", "00:04", "available", None),
@@ -203,7 +257,9 @@ def test_a_node_without_dcgm_is_not_judged_on_gpus_when_telemetry_is_optional(co
         f.node("n1", "c1")
         f.condition("n1", "Ready", minutes(at("22:00"), at("02:00")), "True")
 
-    small_fleet(con, build, Settings(availability=AvailabilitySettings(require_gpu_telemetry=False)))
+    small_fleet(
+        con, build, Settings(availability=AvailabilitySettings(require_gpu_telemetry=False))
+    )
     assert intervals(con, "n1") == [("22:00", "02:00", "available", None)]
     compute_availability(con)  # the default: every GPU of the node must report
     assert intervals(con, "n1") == [("22:00", "02:00", "unknown", "no DCGM sample from any GPU")]
@@ -213,7 +269,11 @@ def test_a_node_without_dcgm_is_not_judged_on_gpus_when_telemetry_is_optional(co
     ("condition", "status", "expected"),
     [
         # Polarity: Ready and names ending in Ready/Healthy are good when True, the rest when False.
-        ("AcceleratedHardwareReady", "False", ("unavailable", "AcceleratedHardwareReady=False (Bad)")),
+        (
+            "AcceleratedHardwareReady",
+            "False",
+            ("unavailable", "AcceleratedHardwareReady=False (Bad)"),
+        ),
         ("NetworkingHealthy", "False", ("unavailable", "NetworkingHealthy=False (Bad)")),
         ("MemoryPressure", "True", ("unavailable", "MemoryPressure=True (Bad)")),
         ("XidCriticalError", "False", ("available", None)),
@@ -237,7 +297,9 @@ def test_required_conditions_limit_what_counts_and_a_missing_one_is_unknown(con)
     only_ready = Settings(availability=AvailabilitySettings(required_conditions=["Ready"]))
     small_fleet(con, build, only_ready)
     assert intervals(con, "n1") == [("22:00", "02:00", "available", None)]
-    never_seen = Settings(availability=AvailabilitySettings(required_conditions=["Ready", "NetworkingReady"]))
+    never_seen = Settings(
+        availability=AvailabilitySettings(required_conditions=["Ready", "NetworkingReady"])
+    )
     compute_availability(con, never_seen)
     assert intervals(con, "n1") == [("22:00", "02:00", "unknown", "NetworkingReady stale")]
 
@@ -250,10 +312,14 @@ def test_staleness_setting(con):
 
     small_fleet(con, build)
     assert intervals(con, "n1") == [
-        ("22:00", "22:05", "available", None), ("22:05", "22:10", "unknown", "Ready stale"),
-        ("22:10", "22:15", "available", None), ("22:15", "22:20", "unknown", "Ready stale"),
+        ("22:00", "22:05", "available", None),
+        ("22:05", "22:10", "unknown", "Ready stale"),
+        ("22:10", "22:15", "available", None),
+        ("22:15", "22:20", "unknown", "Ready stale"),
     ]
-    compute_availability(con, dataclasses.replace(Settings(), availability=AvailabilitySettings(staleness_s=900)))
+    compute_availability(
+        con, dataclasses.replace(Settings(), availability=AvailabilitySettings(staleness_s=900))
+    )
     assert intervals(con, "n1") == [("22:00", "22:20", "available", None)]
 
 
@@ -264,8 +330,9 @@ def test_a_node_missing_from_the_inventory_is_unknown(con):
 
     small_fleet(con, build)
     assert intervals(con, "ghost") == [("23:00", "02:00", "unknown", "not in nodes inventory")]
-    assert con.execute("SELECT cluster, availability FROM node_availability_daily WHERE node = 'ghost'").fetchall() == [
-        ("unlisted", 0.0), ("unlisted", 0.0)]
+    assert con.execute(
+        "SELECT cluster, availability FROM node_availability_daily WHERE node = 'ghost'"
+    ).fetchall() == [("unlisted", 0.0), ("unlisted", 0.0)]
 
 
 @pytest.mark.parametrize("value", ["0", "-60", '"5m"'])
@@ -297,7 +364,10 @@ def test_missing_gpus_are_named_in_one_reason(con, silent, reason):
 
     small_fleet(con, build)
     # The last samples of the silent GPUs (23:00) hold until 23:05.
-    assert intervals(con, "n1") == [("22:00", "23:05", "available", None), ("23:05", "02:00", "unknown", reason)]
+    assert intervals(con, "n1") == [
+        ("22:00", "23:05", "available", None),
+        ("23:05", "02:00", "unknown", reason),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -305,20 +375,42 @@ def test_missing_gpus_are_named_in_one_reason(con, silent, reason):
     [
         # n1 healthy 22:00-02:00; an open anomaly from 23:00 holds until the 02:00 horizon.
         ("info", [("22:00", "02:00", "available", None)]),
-        ("warn", [("22:00", "23:00", "available", None),
-                  ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0")]),
+        (
+            "warn",
+            [
+                ("22:00", "23:00", "available", None),
+                ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0"),
+            ],
+        ),
         # critical is above warn: degraded too, never available.
-        ("critical", [("22:00", "23:00", "available", None),
-                      ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0")]),
+        (
+            "critical",
+            [
+                ("22:00", "23:00", "available", None),
+                ("23:00", "02:00", "degraded", "anomaly: ecc_sbe_rate on gpu 0"),
+            ],
+        ),
     ],
 )
 def test_an_open_anomaly_at_warn_or_above_degrades_the_node(con, severity, expected):
     f = Fleet()
     healthy_node(f, "n1", "c1")
     f.load(con)
-    insert_anomalies(con, [{
-        "anomaly_id": "a1", "entity_type": "gpu", "node": "n1", "gpu": 0, "kind": "ecc_sbe_rate",
-        "start_ts": at("23:00"), "end_ts": None, "severity": severity}])
+    insert_anomalies(
+        con,
+        [
+            {
+                "anomaly_id": "a1",
+                "entity_type": "gpu",
+                "node": "n1",
+                "gpu": 0,
+                "kind": "ecc_sbe_rate",
+                "start_ts": at("23:00"),
+                "end_ts": None,
+                "severity": severity,
+            }
+        ],
+    )
     compute_availability(con)
     assert intervals(con, "n1") == expected
 
@@ -335,12 +427,16 @@ def test_an_open_anomaly_at_warn_or_above_degrades_the_node(con, severity, expec
         (0, True, [("22:00", "02:00", "unknown", "no samples from the node")]),
     ],
 )
-def test_a_node_in_the_inventory_that_never_reports_is_unknown(con, gpu_count, require_gpu_telemetry, expected):
+def test_a_node_in_the_inventory_that_never_reports_is_unknown(
+    con, gpu_count, require_gpu_telemetry, expected
+):
     def build(f: Fleet) -> None:
         healthy_node(f, "n1", "c1")
         f.node("n9", "c1", gpu_count=gpu_count)
 
-    settings = Settings(availability=AvailabilitySettings(require_gpu_telemetry=require_gpu_telemetry))
+    settings = Settings(
+        availability=AvailabilitySettings(require_gpu_telemetry=require_gpu_telemetry)
+    )
     small_fleet(con, build, settings)
     assert intervals(con, "n9") == expected
     # 7200 s in the fleet each day, all unknown: availability 0 / 7200 = 0.
@@ -381,10 +477,16 @@ def test_one_data_horizon_for_node_states_attempts_and_goodput(con):
 
     compute(con, Settings(), force=True)
     assert con.execute("SELECT data_start_ts, horizon_ts FROM data_horizon").fetchall() == [
-        (at("22:00"), at("02:30"))]
+        (at("22:00"), at("02:30"))
+    ]
     assert intervals(con, "n1")[-2:] == [
         ("22:00", "02:05", "available", None),
-        ("02:05", "02:30", "unknown", "Ready stale; Unschedulable stale; no DCGM sample from any GPU"),
+        (
+            "02:05",
+            "02:30",
+            "unknown",
+            "Ready stale; Unschedulable stale; no DCGM sample from any GPU",
+        ),
     ]
     assert con.execute(
         "SELECT duration_s, allocated_gpu_s FROM attempt_outcomes WHERE job_id = 'j-run'"
@@ -419,7 +521,9 @@ def test_a_known_bad_signal_outranks_missing_data(con):
         ("23:00", "23:04", "unavailable", hardware),
         ("23:04", "02:00", "unavailable", f"{hardware}; no DCGM sample from gpu 7"),
     ]
-    unknown = con.execute("SELECT sum(unknown_s) FROM node_availability_daily WHERE node = 'n1'").fetchone()[0]
+    unknown = con.execute(
+        "SELECT sum(unknown_s) FROM node_availability_daily WHERE node = 'n1'"
+    ).fetchone()[0]
     assert unknown == 0
 
 
@@ -427,9 +531,18 @@ def test_missing_data_still_outranks_degraded(con):
     # gpu 1 silent 00:00..00:59 under an open warn anomaly: unknown (telemetry required), not degraded.
     def build(f: Fleet) -> None:
         gap = set(minutes(at("00:00"), at("00:59")))
-        healthy_node(f, "n1", "c1", gpu1=[t for t in minutes(at("22:00"), at("02:00")) if t not in gap])
+        healthy_node(
+            f, "n1", "c1", gpu1=[t for t in minutes(at("22:00"), at("02:00")) if t not in gap]
+        )
 
     small_fleet(con, build)
-    insert_anomalies(con, [throttling_anomaly() | {"node": "n1", "start_ts": at("23:00"), "end_ts": None}])
+    insert_anomalies(
+        con, [throttling_anomaly() | {"node": "n1", "start_ts": at("23:00"), "end_ts": None}]
+    )
     compute_availability(con)
-    assert [s for _, _, s, _ in intervals(con, "n1")] == ["available", "degraded", "unknown", "degraded"]
+    assert [s for _, _, s, _ in intervals(con, "n1")] == [
+        "available",
+        "degraded",
+        "unknown",
+        "degraded",
+    ]

@@ -12,8 +12,14 @@ from pipelines.store import open_store
 from tests.fleets import compute_availability, insert_anomalies, tiny_fleet
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
-TABLES = ["data_horizon", "node_state_intervals", "node_availability_daily", "fleet_availability_daily",
-          "attempt_outcomes", "job_outcomes"]
+TABLES = [
+    "data_horizon",
+    "node_state_intervals",
+    "node_availability_daily",
+    "fleet_availability_daily",
+    "attempt_outcomes",
+    "job_outcomes",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +40,9 @@ def test_every_column_is_documented(computed, table):
     assert missing == [], f"{table}: document {missing} in docs/metrics.md"
 
 
-@pytest.mark.parametrize(("section", "cls"), [("availability", AvailabilitySettings), ("failures", FailureSettings)])
+@pytest.mark.parametrize(
+    ("section", "cls"), [("availability", AvailabilitySettings), ("failures", FailureSettings)]
+)
 def test_every_setting_is_documented(section, cls):
     text = DOCS.read_text()
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in text]

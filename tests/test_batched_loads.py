@@ -51,9 +51,11 @@ def _overlapping(step: timedelta, overlap: timedelta) -> list[Delivery]:
 
 PATTERNS: dict[str, list[Delivery]] = {
     "three 8-hour runs in order": _in_order(8 * H),
-    "uneven runs: 1 h, then 5 h, then 18 h": [(START, START + H, START + H),
-                                               (START + H, START + 6 * H, START + 6 * H),
-                                               (START + 6 * H, END, END)],
+    "uneven runs: 1 h, then 5 h, then 18 h": [
+        (START, START + H, START + H),
+        (START + H, START + 6 * H, START + 6 * H),
+        (START + 6 * H, END, END),
+    ],
     "the first of three windows arrives last": _one_late(8 * H, late=0),
     "8-hour runs that re-read the previous 2 hours": _overlapping(8 * H, 2 * H),
 }
@@ -63,7 +65,9 @@ PATTERNS: dict[str, list[Delivery]] = {
 def fleet(tmp_path_factory) -> tuple[Path, duckdb.DuckDBPyConnection]:
     """Six nodes (enough for multi-node jobs with step logs) over one day, and its one-load database."""
     root = tmp_path_factory.mktemp("batched")
-    simulate_to_dir(SimulationConfig.create(nodes=6, days=1, seed=5, start="2026-11-23"), root / "fleet")
+    simulate_to_dir(
+        SimulationConfig.create(nodes=6, days=1, seed=5, start="2026-11-23"), root / "fleet"
+    )
     whole = root / "whole"
     deliver(root / "fleet", whole, START, END)
     con = open_store(root / "whole.duckdb")
@@ -74,7 +78,10 @@ def fleet(tmp_path_factory) -> tuple[Path, duckdb.DuckDBPyConnection]:
 
 def test_the_fleet_has_what_the_patterns_must_cut(fleet):
     _, con = fleet
-    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("rank_steps", "checkpoints")}
+    counts = {
+        t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("rank_steps", "checkpoints")
+    }
     running_then_ended = con.execute(
         "SELECT count(*) FROM jobs WHERE start_ts < $cut AND end_ts >= $cut", {"cut": START + 6 * H}
     ).fetchone()[0]
@@ -89,7 +96,14 @@ def test_windows_of_a_partition_deliver_every_stamped_row_once(fleet, tmp_path):
         for table, n in deliver(root / "fleet", tmp_path / str(i), a, b).items():
             delivered[table] = delivered.get(table, 0) + n
     whole = deliver(root / "fleet", tmp_path / "whole", START, END)
-    for table in ("gpu_samples", "node_conditions", "node_samples", "gpu_events", "rank_steps", "checkpoints"):
+    for table in (
+        "gpu_samples",
+        "node_conditions",
+        "node_samples",
+        "gpu_events",
+        "rank_steps",
+        "checkpoints",
+    ):
         assert delivered[table] == whole[table], table
 
 
@@ -100,13 +114,23 @@ def test_a_job_running_at_the_cut_is_delivered_without_its_outcome(fleet, tmp_pa
         {"cut": START + 6 * H},
     ).fetchone()
     deliver(root / "fleet", tmp_path / "first", START, START + 6 * H)
-    seen = duckdb.connect().execute(
-        f"SELECT state, end_ts, exit_code FROM '{tmp_path}/first/jobs.parquet' WHERE job_id = $j", {"j": job_id}
-    ).fetchall()
+    seen = (
+        duckdb.connect()
+        .execute(
+            f"SELECT state, end_ts, exit_code FROM '{tmp_path}/first/jobs.parquet' WHERE job_id = $j",
+            {"j": job_id},
+        )
+        .fetchall()
+    )
     assert seen == [("running", None, None)]
-    later = duckdb.connect().execute(
-        f"SELECT end_ts FROM '{tmp_path}/first/job_attempts.parquet' WHERE job_id = $j", {"j": job_id}
-    ).fetchall()
+    later = (
+        duckdb.connect()
+        .execute(
+            f"SELECT end_ts FROM '{tmp_path}/first/job_attempts.parquet' WHERE job_id = $j",
+            {"j": job_id},
+        )
+        .fetchall()
+    )
     assert later and all(e is None for (e,) in later)
     assert end_ts is not None
 
@@ -129,6 +153,8 @@ def test_loading_in_pieces_equals_loading_at_once(fleet, tmp_path, pattern):
         if pattern in COMPUTED_AFTER_EVERY_RUN or i == len(runs) - 1:
             compute(con, settings)
     differences = [
-        d for table in (*LANDING_TABLES, *DERIVED_TABLES) if (d := table_differences(con, whole, table))
+        d
+        for table in (*LANDING_TABLES, *DERIVED_TABLES)
+        if (d := table_differences(con, whole, table))
     ]
     assert not differences, "\n".join(differences)

@@ -11,12 +11,31 @@ from benchmarks.optional import optional_stages
 
 
 def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
-    out = run.main(["--scale", "XS", "--workdir", str(tmp_path / "work"), "--results", str(tmp_path / "results")])
+    out = run.main(
+        [
+            "--scale",
+            "XS",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--results",
+            str(tmp_path / "results"),
+        ]
+    )
     result = json.loads(out.read_text())
     extra, unavailable = optional_stages([], [], tmp_path, run.WEEK)
-    updates = [f"update_{u}_{part}" for u in ("next_hour", "next_day") for part in ("ingest", "compute")]
-    expected = ["simulate", "deliveries", "ingest", "floor", "compute", "compute_unchanged",
-                *(name for name, _ in extra), *updates]
+    updates = [
+        f"update_{u}_{part}" for u in ("next_hour", "next_day") for part in ("ingest", "compute")
+    ]
+    expected = [
+        "simulate",
+        "deliveries",
+        "ingest",
+        "floor",
+        "compute",
+        "compute_unchanged",
+        *(name for name, _ in extra),
+        *updates,
+    ]
     stages = {s["stage"]: s for s in result["stages"]}
     assert list(stages) == expected
     assert result["unavailable"] == unavailable
@@ -25,11 +44,15 @@ def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
     assert result["rows"] > 0.9 * 645_120
     for s in stages.values():
         assert s["seconds"] > 0 and s["cpu_s"] > 0 and s["peak_rss_mib"] > 0
-        assert s["ratio_to_floor"] == pytest.approx(s["seconds"] / stages["floor"]["seconds"], abs=0.01)
+        assert s["ratio_to_floor"] == pytest.approx(
+            s["seconds"] / stages["floor"]["seconds"], abs=0.01
+        )
     assert stages["floor"]["ratio_to_floor"] == 1.0
     for name in ("ingest", "floor", "compute"):
         assert stages[name]["rows"] == result["rows"]
-        assert stages[name]["rows_per_s"] == pytest.approx(result["rows"] / stages[name]["seconds"], rel=1e-3)
+        assert stages[name]["rows_per_s"] == pytest.approx(
+            result["rows"] / stages[name]["seconds"], rel=1e-3
+        )
     assert stages["compute_unchanged"]["rows"] is None
     # Each update brought new rows, so its compute ran every step instead of skipping.
     for update in ("next_hour", "next_day"):

@@ -61,8 +61,8 @@ def settle(page) -> None:
 def screenshot(page, name: str) -> None:
     """The whole page: Streamlit scrolls inside its own container, so grow the viewport."""
     height = page.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('[data-testid=\"stMain\"], "
-        "[data-testid=\"stAppViewContainer\"], section.main')].map(e => e.scrollHeight), 1000)"
+        '() => Math.max(...[...document.querySelectorAll(\'[data-testid="stMain"], '
+        '[data-testid="stAppViewContainer"], section.main\')].map(e => e.scrollHeight), 1000)'
     )
     page.set_viewport_size({"width": 1500, "height": min(int(height) + 50, 6000)})
     page.wait_for_timeout(800)
@@ -174,7 +174,9 @@ def test_every_page_renders_with_no_request_leaving_the_machine(server, browser)
         page.goto(base + path)
         page.get_by_role("heading", name=heading).wait_for(timeout=30_000)
         # The page's content, not only its title (bounded wait: the machine may be busy).
-        page.locator('[data-testid="stMetric"], [data-testid="stDataFrame"]').first.wait_for(timeout=30_000)
+        page.locator('[data-testid="stMetric"], [data-testid="stDataFrame"]').first.wait_for(
+            timeout=30_000
+        )
         settle(page)
         no_exception(page)
     assert outside == []
@@ -224,9 +226,14 @@ def test_a_crafted_url_renders_no_link_and_no_image(server, browser) -> None:
         assert "[Session expired, click to log in again](http://evil.example/login)" in shown, path
         # ... and nothing in it became a link or an image.
         # (A heading's own `#...` anchor stays on the page.)
-        links = page.eval_on_selector_all("a[href]", "els => els.map(e => [e.getAttribute('href'), e.innerText])")
-        assert [link for link in links if not link[0].startswith("#")
-                and ("evil" in link[0] or "Session expired" in link[1])] == [], path
+        links = page.eval_on_selector_all(
+            "a[href]", "els => els.map(e => [e.getAttribute('href'), e.innerText])"
+        )
+        assert [
+            link
+            for link in links
+            if not link[0].startswith("#") and ("evil" in link[0] or "Session expired" in link[1])
+        ] == [], path
         assert page.locator("img[src*='evil'], img[alt='pixel']").count() == 0, path
     screenshot(page, "7-crafted-url.png")
     assert not [url for url in outside if "evil" in url]
@@ -251,6 +258,7 @@ with writing(sys.argv[1], command="gpufleet compute") as session:
 print("published", flush=True)
 """
 
+
 def said(process: subprocess.Popen, word: str) -> bool:
     """Read the process's output up to the line `word` (DuckDB's progress bar writes there too)."""
     for line in process.stdout:
@@ -267,7 +275,9 @@ PAGES = [
 ]
 
 
-def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_every_page_is_served_during_a_compute(
+    browser, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Pages stay served with the published numbers while a writer works; after it publishes,
     a reload shows the new version."""
     folder = tmp_path_factory.mktemp("browser-compute")
@@ -286,21 +296,37 @@ def test_every_page_is_served_during_a_compute(browser, tmp_path_factory: pytest
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     writer = None
-    with app_server(db, folder / "streamlit.log") as served, (folder / "writer.log").open("w") as writer_log:
+    with (
+        app_server(db, folder / "streamlit.log") as served,
+        (folder / "writer.log").open("w") as writer_log,
+    ):
         base = served.url
         try:
             page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            writer = subprocess.Popen([sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)], cwd=ROOT,
-                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                      stderr=writer_log)
+            writer = subprocess.Popen(
+                [sys.executable, "-c", COMPUTE_THEN_WAIT, str(db), str(late)],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                stderr=writer_log,
+            )
             # Every page is served while the writer loads, computes, and holds its unpublished copy.
             for path, heading in PAGES:
                 page.goto(base + path.format(week=week, node=node, job=job))
-                page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(timeout=90_000)
+                page.get_by_role("heading", name=heading.format(node=node, job=job)).wait_for(
+                    timeout=90_000
+                )
                 settle(page)
                 no_exception(page)
                 # An error message, not an info that mentions error counters (case-sensitive).
-                assert page.locator('[data-testid="stAlert"]').filter(has_text=re.compile("Error")).count() == 0
+                assert (
+                    page.locator('[data-testid="stAlert"]')
+                    .filter(has_text=re.compile("Error"))
+                    .count()
+                    == 0
+                )
                 assert f"Data version {version}," in page.inner_text("body")
                 assert writer.poll() is None  # still writing: it publishes only when told to
             assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]

@@ -42,8 +42,13 @@ def test_node_page_shows_counter_rates_and_clock_reasons(server, browser) -> Non
     page.get_by_role("heading", name="Node gpu-000").wait_for(timeout=30_000)
     settle(page)
     no_exception(page)
-    for heading in ("Error counters (rate per hour)", "NVLink", "Network (InfiniBand / EFA)",
-                    "Clock-event (throttle) reasons", "GPUs (for an RMA ticket)"):
+    for heading in (
+        "Error counters (rate per hour)",
+        "NVLink",
+        "Network (InfiniBand / EFA)",
+        "Clock-event (throttle) reasons",
+        "GPUs (for an RMA ticket)",
+    ):
         page.get_by_role("heading", name=heading).wait_for(timeout=30_000)
     assert "Error counters, rate per hour" in page.inner_text("body")
     screenshot(page, "8-node-telemetry.png")

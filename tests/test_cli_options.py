@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["report", "--week", "last", "--db", "f.duckdb"], ["--db", "f.duckdb", "report", "--week", "last"]),
+        (
+            ["report", "--week", "last", "--db", "f.duckdb"],
+            ["--db", "f.duckdb", "report", "--week", "last"],
+        ),
         (["ingest", "files", "d", "--config=g.toml"], ["--config=g.toml", "ingest", "files", "d"]),
         (["--db", "a", "compute", "--config", "c"], ["--db", "a", "--config", "c", "compute"]),
         (["compute"], ["compute"]),
@@ -30,9 +33,18 @@ def test_global_options_are_moved_before_the_command(argv, expected):
 
 
 def _gpufleet(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")} | {"PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=cwd, env=env, check=False,
-                          capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")} | {
+        "PYTHONPATH": str(ROOT)
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *args],
+        cwd=cwd,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_db_and_config_after_the_command(tmp_path: Path) -> None:

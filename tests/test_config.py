@@ -43,8 +43,15 @@ def _base(annotation: Any) -> Any:
 # A value of the wrong type for each declared type; a list gets a string, the mistake that used to be
 # read as a list of its characters (`required_conditions = "Ready"` -> R, e, a, d, y).
 WRONG = {list: "Ready", dict: "Ready", int: "5", float: "fast", bool: 1, str: 5, Literal: 5}
-EXPECTED = {list: "a list of", dict: "a table of", int: "an integer", float: "a number",
-            bool: "true or false", str: "a string", Literal: "one of"}
+EXPECTED = {
+    list: "a list of",
+    dict: "a table of",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    str: "a string",
+    Literal: "one of",
+}
 
 EVERY_SETTING = [
     (section, f.name, _base(cls.__pydantic_fields__[f.name].annotation))
@@ -65,8 +72,9 @@ def _error(path: Path) -> str:
     return caught.value.title
 
 
-@pytest.mark.parametrize(("section", "key", "kind"), EVERY_SETTING,
-                         ids=[f"{s}.{k}" for s, k, _ in EVERY_SETTING])
+@pytest.mark.parametrize(
+    ("section", "key", "kind"), EVERY_SETTING, ids=[f"{s}.{k}" for s, k, _ in EVERY_SETTING]
+)
 def test_every_setting_with_a_wrong_type_is_one_line_naming_file_key_type_and_value(
     tmp_path, monkeypatch, section, key, kind
 ):
@@ -83,23 +91,49 @@ def test_every_setting_with_a_wrong_type_is_one_line_naming_file_key_type_and_va
     ("line", "message"),
     [
         # crash_loop_min_failures = -5 flagged every job as crash-looping.
-        ("[failures]\ncrash_loop_min_failures = -5", "`failures.crash_loop_min_failures` must be an integer > 0, got -5."),
-        ("[availability]\nstaleness_s = 0", "`availability.staleness_s` must be an integer > 0, got 0."),
+        (
+            "[failures]\ncrash_loop_min_failures = -5",
+            "`failures.crash_loop_min_failures` must be an integer > 0, got -5.",
+        ),
+        (
+            "[availability]\nstaleness_s = 0",
+            "`availability.staleness_s` must be an integer > 0, got 0.",
+        ),
         ("[stragglers]\nalpha = 1.5", "`stragglers.alpha` must be a number > 0 and < 1, got 1.5."),
-        ("[detection]\nmax_out_share = 2", "`detection.max_out_share` must be a number >= 0 and <= 1, got 2."),
-        ('[detection]\nrepeat_offender_action = "bogus"',
-         ('`detection.repeat_offender_action` must be one of "watch", "cordon", "drain", "reset_gpu", '
-          '"reboot", "replace", got "bogus".')),
-        ("[detection]\nload_util_min = 101.0", "`detection.load_util_min` must be a number >= 0 and <= 100, got 101.0."),
+        (
+            "[detection]\nmax_out_share = 2",
+            "`detection.max_out_share` must be a number >= 0 and <= 1, got 2.",
+        ),
+        (
+            '[detection]\nrepeat_offender_action = "bogus"',
+            (
+                '`detection.repeat_offender_action` must be one of "watch", "cordon", "drain", "reset_gpu", '
+                '"reboot", "replace", got "bogus".'
+            ),
+        ),
+        (
+            "[detection]\nload_util_min = 101.0",
+            "`detection.load_util_min` must be a number >= 0 and <= 100, got 101.0.",
+        ),
         ("[prometheus]\nretries = -1", "`prometheus.retries` must be an integer >= 0, got -1."),
-        ("[prometheus]\nnic_expected_by_instance_type = { p5 = -32 }",
-         ("`prometheus.nic_expected_by_instance_type` must be a table of integers >= 0; "
-          "`prometheus.nic_expected_by_instance_type.p5`, got -32.")),
-        ('[availability]\nrequired_conditions = ["Ready", 5]',
-         ("`availability.required_conditions` must be a list of strings; "
-          "`availability.required_conditions[1]`, got 5.")),
-        ("[prometheus]\nnode_metrics = { nic = { sample_sql = \"value\" } }",
-         "`prometheus.node_metrics`: `nic` needs a `selector` or a `promql` key"),
+        (
+            "[prometheus]\nnic_expected_by_instance_type = { p5 = -32 }",
+            (
+                "`prometheus.nic_expected_by_instance_type` must be a table of integers >= 0; "
+                "`prometheus.nic_expected_by_instance_type.p5`, got -32."
+            ),
+        ),
+        (
+            '[availability]\nrequired_conditions = ["Ready", 5]',
+            (
+                "`availability.required_conditions` must be a list of strings; "
+                "`availability.required_conditions[1]`, got 5."
+            ),
+        ),
+        (
+            '[prometheus]\nnode_metrics = { nic = { sample_sql = "value" } }',
+            "`prometheus.node_metrics`: `nic` needs a `selector` or a `promql` key",
+        ),
     ],
 )
 def test_out_of_range_values_are_refused(tmp_path, line, message):
@@ -112,10 +146,22 @@ def test_out_of_range_values_are_refused(tmp_path, line, message):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[availabilty]\nstaleness_s = 600", "unknown section `availabilty`; did you mean [availability]?"),
-        ("staleness_s = 600", "unknown top-level key `staleness_s`; known sections: availability, failures,"),
-        ("[detection]\npeer_zscore = 3.0", "unknown setting `detection.peer_zscore` = 3.0; did you mean `peer_z`?"),
-        ("[prometheus]\nchunk_seconds = 60", "unknown setting `prometheus.chunk_seconds` = 60; did you mean `chunk_s`?"),
+        (
+            "[availabilty]\nstaleness_s = 600",
+            "unknown section `availabilty`; did you mean [availability]?",
+        ),
+        (
+            "staleness_s = 600",
+            "unknown top-level key `staleness_s`; known sections: availability, failures,",
+        ),
+        (
+            "[detection]\npeer_zscore = 3.0",
+            "unknown setting `detection.peer_zscore` = 3.0; did you mean `peer_z`?",
+        ),
+        (
+            "[prometheus]\nchunk_seconds = 60",
+            "unknown setting `prometheus.chunk_seconds` = 60; did you mean `chunk_s`?",
+        ),
         ("availability = 5", "`availability` must be a [availability] table, got 5."),
     ],
 )
@@ -125,9 +171,12 @@ def test_unknown_names_are_refused(tmp_path, text, message):
 
 
 def test_every_invalid_setting_is_reported_at_once_one_line_each(tmp_path):
-    path = _write(tmp_path, '[availability]\nrequired_conditions = "Ready"\n'
-                            "[failures]\ncrash_loop_min_failures = -5\n"
-                            '[prometheus]\ngpu_metrics = "DCGM_FI_DEV_GPU_TEMP"\n')
+    path = _write(
+        tmp_path,
+        '[availability]\nrequired_conditions = "Ready"\n'
+        "[failures]\ncrash_loop_min_failures = -5\n"
+        '[prometheus]\ngpu_metrics = "DCGM_FI_DEV_GPU_TEMP"\n',
+    )
     assert _error(path).splitlines() == [
         f'{path}: `availability.required_conditions` must be a list of strings, got "Ready".',
         f"{path}: `failures.crash_loop_min_failures` must be an integer > 0, got -5.",
@@ -144,23 +193,39 @@ def test_environment_overrides_a_setting_and_is_checked_like_the_file(tmp_path, 
     assert settings.availability.staleness_s == 600
     assert settings.prometheus.cluster == "prod"
     monkeypatch.setenv("GPUFLEET_AVAILABILITY__STALENESS_S", "-1")
-    assert _error(path) == ("environment GPUFLEET_AVAILABILITY__STALENESS_S: "
-                            "`availability.staleness_s` must be an integer > 0, got -1.")
+    assert _error(path) == (
+        "environment GPUFLEET_AVAILABILITY__STALENESS_S: "
+        "`availability.staleness_s` must be an integer > 0, got -1."
+    )
     monkeypatch.setenv("GPUFLEET_AVAILABILTY__STALENESS_S", "60")
-    with pytest.raises(ConfigError, match="GPUFLEET_AVAILABILTY__STALENESS_S: unknown section `availabilty`"):
+    with pytest.raises(
+        ConfigError, match="GPUFLEET_AVAILABILTY__STALENESS_S: unknown section `availabilty`"
+    ):
         load_settings(path)
 
 
-def _gpufleet(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _gpufleet(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")}
     return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=120,
-        env=clean | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "COLUMNS": "60"} | (env or {}),
+        [sys.executable, "-m", "pipelines", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean
+        | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "COLUMNS": "60"}
+        | (env or {}),
     )
 
 
 def test_cli_refuses_a_wrong_setting_with_one_line_per_error_and_exit_2(tmp_path):
-    _write(tmp_path, '[availability]\nrequired_conditions = "Ready"\n[failures]\ncrash_loop_min_failures = -5\n')
+    _write(
+        tmp_path,
+        '[availability]\nrequired_conditions = "Ready"\n[failures]\ncrash_loop_min_failures = -5\n',
+    )
     result = _gpufleet(tmp_path, "config")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
@@ -172,15 +237,23 @@ def test_cli_refuses_a_wrong_setting_with_one_line_per_error_and_exit_2(tmp_path
 
 
 def test_cli_config_prints_the_effective_settings_and_where_each_came_from(tmp_path):
-    _write(tmp_path, "[stragglers]\nalpha = 0.05\n[prometheus]\ncluster = \"prod\"\n")
-    result = _gpufleet(tmp_path, "config", env={"GPUFLEET_FAILURES__CRASH_LOOP_MIN_FAILURES": "4",
-                                                "GPUFLEET_PROM_TOKEN": "SECRET-never-shown"})
+    _write(tmp_path, '[stragglers]\nalpha = 0.05\n[prometheus]\ncluster = "prod"\n')
+    result = _gpufleet(
+        tmp_path,
+        "config",
+        env={
+            "GPUFLEET_FAILURES__CRASH_LOOP_MIN_FAILURES": "4",
+            "GPUFLEET_PROM_TOKEN": "SECRET-never-shown",
+        },
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "alpha = 0.05  # file gpufleet.toml" in lines
     assert 'cluster = "prod"  # file gpufleet.toml' in lines
-    assert ("crash_loop_min_failures = 4  # environment GPUFLEET_FAILURES__CRASH_LOOP_MIN_FAILURES"
-            in lines)
+    assert (
+        "crash_loop_min_failures = 4  # environment GPUFLEET_FAILURES__CRASH_LOOP_MIN_FAILURES"
+        in lines
+    )
     assert "staleness_s = 300  # default" in lines
     assert "# prometheus credentials: GPUFLEET_PROM_TOKEN (values never shown)" in lines
     assert "SECRET" not in result.stdout

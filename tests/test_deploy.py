@@ -34,15 +34,21 @@ def landing(tmp_path_factory) -> Path:
 @pytest.fixture
 def shim(tmp_path: Path) -> dict[str, str]:
     """Environment whose PATH has a `gpufleet` that runs this checkout."""
-    require(shutil.which("flock") is not None and shutil.which("timeout") is not None,
-            "flock and timeout (util-linux, coreutils)")
+    require(
+        shutil.which("flock") is not None and shutil.which("timeout") is not None,
+        "flock and timeout (util-linux, coreutils)",
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     gpufleet = bin_dir / "gpufleet"
     gpufleet.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pipelines "$@"\n')
     gpufleet.chmod(0o755)
-    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
-            "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    return {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+    }
 
 
 def crontab_entries(text: str) -> tuple[dict[str, str], list[tuple[list[str], str]]]:
@@ -83,13 +89,25 @@ def test_crontab_runs(landing, shim, tmp_path):
         assert all(re.fullmatch(r"[\d*/,-]+", f) for f in schedule), schedule
         assert "flock" in command and "timeout" in command
         assert "%" not in command  # cron turns an unescaped % into a newline
-        result = subprocess.run(["bash", "-c", rewrite(command)], env=run_env, cwd=tmp_path,
-                                capture_output=True, text=True, timeout=300, check=False)
+        result = subprocess.run(
+            ["bash", "-c", rewrite(command)],
+            env=run_env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         logs = "".join(p.read_text() for p in (tmp_path / "log").glob("*.log"))
         assert result.returncode == 0, logs + result.stderr
     last = parse_week("last").label
-    assert list((tmp_path / "srv" / "lake" / "weekly_summary").glob(f"cluster=*/week={last}/*.parquet"))
-    assert f"Weekly reliability report {last}" in (tmp_path / "srv" / "reports" / "last-week.html").read_text()
+    assert list(
+        (tmp_path / "srv" / "lake" / "weekly_summary").glob(f"cluster=*/week={last}/*.parquet")
+    )
+    assert (
+        f"Weekly reliability report {last}"
+        in (tmp_path / "srv" / "reports" / "last-week.html").read_text()
+    )
     assert (tmp_path / "var" / "fleet.duckdb").exists()
 
 
@@ -114,8 +132,15 @@ def test_kubernetes_cronjob_runs(landing, shim, tmp_path):
 
     env = {**shim, **{e["name"]: rewrite(e["value"]) for e in container["env"]}}
     script = rewrite(container["args"][0])
-    result = subprocess.run([*container["command"], script], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=300, check=False)
+    result = subprocess.run(
+        [*container["command"], script],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     last = parse_week("last").label
     assert list((data / "lake" / "node_availability_daily").glob("cluster=*/day=*/*.parquet"))

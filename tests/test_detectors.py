@@ -54,21 +54,37 @@ COUNTER_CASES = [
     pytest.param(SBE, ramp(10, 0.1), "ecc_sbe_rate", None, id="sbe-normal-trickle"),
     # A reboot resets a large counter to 0 at minute 60, then it trickles +0.1/min: a drop is a
     # reset, not a rate of -5000: nothing.
-    pytest.param(SBE, [5000.0 + 0.1 * i for i in range(60)] + [0.1 * (i - 60) for i in range(60, 120)],
-                 "ecc_sbe_rate", None, id="sbe-counter-reset"),
+    pytest.param(
+        SBE,
+        [5000.0 + 0.1 * i for i in range(60)] + [0.1 * (i - 60) for i in range(60, 120)],
+        "ecc_sbe_rate",
+        None,
+        id="sbe-counter-reset",
+    ),
     # Reset from 100 to 0 at minute 60 (+0), then +3/min: 3, 6, 9, 12 -> reaches 10 at minute 64.
-    pytest.param(SBE, [100.0] * 60 + [3.0 * (i - 60) for i in range(60, 120)],
-                 "ecc_sbe_rate", (64, None), id="sbe-rise-after-reset"),
+    pytest.param(
+        SBE,
+        [100.0] * 60 + [3.0 * (i - 60) for i in range(60, 120)],
+        "ecc_sbe_rate",
+        (64, None),
+        id="sbe-rise-after-reset",
+    ),
     # DBE volatile total steps 0 -> 1 at minute 50, back to 0 (GPU reset) at minute 90:
     # open from 50; last flagged sample 89, end 89 + 1 min = 90.
-    pytest.param(DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30, "ecc_dbe", (50, 90), id="dbe-until-reset"),
+    pytest.param(
+        DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30, "ecc_dbe", (50, 90), id="dbe-until-reset"
+    ),
     # PCIe replays +5/min from minute 0: the window holds 100 at minute 20 (20 x 5).
     pytest.param(PCIE, ramp(0, 5.0), "pcie_replay_rate", (20, None), id="pcie-replays"),
     # NVLink CRC errors: a burst of 60 at minute 30 only: flagged from 30 while the burst is in
     # the trailing hour (to minute 90), end = 90 + 1 = 91.
-    pytest.param(NVLINK, [0.0] * 30 + [60.0] * 90, "nvlink_error_rate", (30, 91), id="nvlink-burst"),
+    pytest.param(
+        NVLINK, [0.0] * 30 + [60.0] * 90, "nvlink_error_rate", (30, 91), id="nvlink-burst"
+    ),
     # Row-remap failure gauge 1 from minute 100 to the end: open at 100.
-    pytest.param(REMAP, [0.0] * 100 + [1.0] * 20, "row_remap_failure", (100, None), id="remap-failure"),
+    pytest.param(
+        REMAP, [0.0] * 100 + [1.0] * 20, "row_remap_failure", (100, None), id="remap-failure"
+    ),
 ]
 
 
@@ -83,7 +99,12 @@ def test_counter_detectors(con, metric, series, kind, expected):
     start, end = expected
     assert len(rows) == 1
     row = rows[0]
-    assert (row["entity_type"], row["node"], row["gpu"], row["uuid"]) == ("gpu", "n1", 0, "GPU-n1-0")
+    assert (row["entity_type"], row["node"], row["gpu"], row["uuid"]) == (
+        "gpu",
+        "n1",
+        0,
+        "GPU-n1-0",
+    )
     assert row["start_ts"] == at(start)
     assert row["end_ts"] == (None if end is None else at(end))
     assert row["score"] >= 1.0
@@ -118,8 +139,18 @@ XID_CASES = [
 @pytest.mark.parametrize("code, expected", XID_CASES)
 def test_xid_catalogue_classes(con, code, expected):
     fleet = Fleet()
-    fleet.events.append({"ts": at(10), "node": "n1", "gpu": 1, "uuid": None, "kind": "xid",
-                         "code": code, "message": f"NVRM: Xid {code}", "source": "test"})
+    fleet.events.append(
+        {
+            "ts": at(10),
+            "node": "n1",
+            "gpu": 1,
+            "uuid": None,
+            "kind": "xid",
+            "code": code,
+            "message": f"NVRM: Xid {code}",
+            "source": "test",
+        }
+    )
     rows = only(findings(con, fleet), "xid")
     if expected is None:
         assert rows == []
@@ -135,11 +166,25 @@ def test_xid_episode_closes_after_clear_window(con):
     # the event at 70 is a second episode (50 after 20), closing at 90.
     fleet = Fleet()
     for i in (10, 20, 70):
-        fleet.events.append({"ts": at(i), "node": "n1", "gpu": 2, "uuid": "GPU-n1-2", "kind": "xid",
-                             "code": 48, "message": "DBE", "source": "test"})
-    rows = only(findings(con, fleet, Settings(detection=DetectionSettings(xid_clear_s=1200))), "xid")
+        fleet.events.append(
+            {
+                "ts": at(i),
+                "node": "n1",
+                "gpu": 2,
+                "uuid": "GPU-n1-2",
+                "kind": "xid",
+                "code": 48,
+                "message": "DBE",
+                "source": "test",
+            }
+        )
+    rows = only(
+        findings(con, fleet, Settings(detection=DetectionSettings(xid_clear_s=1200))), "xid"
+    )
     assert [(r["start_ts"], r["end_ts"], r["score"]) for r in rows] == [
-        (at(10), at(40), 2.0), (at(70), at(90), 1.0)]
+        (at(10), at(40), 2.0),
+        (at(70), at(90), 1.0),
+    ]
 
 
 # --- peers ---
@@ -150,7 +195,8 @@ def test_throttled_gpu_below_peers(con):
     fleet.set("n1", 3, CLOCK, {i: 1700.0 for i in range(30, 90)})
     rows = only(findings(con, fleet), "throttling")
     assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"], r["action"]) for r in rows] == [
-        (3, "GPU-n1-3", at(42), at(90), "cordon")]
+        (3, "GPU-n1-3", at(42), at(90), "cordon")
+    ]
 
 
 def test_hot_gpu_above_peers(con):
@@ -159,7 +205,9 @@ def test_hot_gpu_above_peers(con):
     fleet = Fleet()
     fleet.set("n1", 4, TEMP, {i: 78.0 for i in range(120)})
     rows = only(findings(con, fleet), "temp_above_peers")
-    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"]) for r in rows] == [(4, "GPU-n1-4", at(7), None)]
+    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"]) for r in rows] == [
+        (4, "GPU-n1-4", at(7), None)
+    ]
 
 
 def test_noisy_but_healthy_gpu_is_quiet(con):
@@ -190,13 +238,18 @@ def test_nic_links_down(con):
     # 28 of 32 links from minute 20 to 40, and a one-sample blip at 60 (< 3 samples: ignored).
     fleet = Fleet()
     fleet.node_samples += [
-        {"ts": at(i), "node": "n1", "metric": "nic_links_up",
-         "value": 28.0 if 20 <= i <= 40 or i == 60 else 32.0}
+        {
+            "ts": at(i),
+            "node": "n1",
+            "metric": "nic_links_up",
+            "value": 28.0 if 20 <= i <= 40 or i == 60 else 32.0,
+        }
         for i in range(120)
     ]
     rows = only(findings(con, fleet), "nic_links_down")
     assert [(r["entity_type"], r["start_ts"], r["end_ts"], r["score"]) for r in rows] == [
-        ("node", at(20), at(41), 4.0)]
+        ("node", at(20), at(41), 4.0)
+    ]
     assert json.loads(rows[0]["evidence"])["detected_at"].startswith("2026-11-23 00:22")
 
 
@@ -210,7 +263,9 @@ def test_gpu_gap_while_ready(con):
     fleet.set("n1", 0, SBE, [0.0] * 120)  # horizon stays at minute 119
     rows = only(findings(con, fleet), "telemetry_gap")
     assert [(r["entity_type"], r["gpu"], r["start_ts"], r["end_ts"]) for r in rows] == [
-        ("gpu", 2, at(50), at(70)), ("gpu", 6, at(100), None)]
+        ("gpu", 2, at(50), at(70)),
+        ("gpu", 6, at(100), None),
+    ]
 
 
 def test_whole_node_gap_is_one_node_finding(con):
@@ -219,7 +274,8 @@ def test_whole_node_gap_is_one_node_finding(con):
         fleet.drop("n1", gpu, range(10, 20))
     rows = only(findings(con, fleet), "telemetry_gap")
     assert [(r["entity_type"], r["gpu"], r["start_ts"], r["end_ts"]) for r in rows] == [
-        ("node", None, at(10), at(20))]
+        ("node", None, at(10), at(20))
+    ]
 
 
 def test_short_gap_or_not_ready_is_not_a_telemetry_gap(con):
@@ -240,9 +296,16 @@ def test_condition_flapping(con):
     fleet = Fleet()
     for i in range(120):
         flapping = 30 <= i <= 60 and (i // 3) % 2 == 1
-        fleet.conditions.append({"ts": at(i), "node": "n1", "condition": "NetworkingReady",
-                                 "status": "False" if flapping else "True",
-                                 "reason": None, "message": None})
+        fleet.conditions.append(
+            {
+                "ts": at(i),
+                "node": "n1",
+                "condition": "NetworkingReady",
+                "status": "False" if flapping else "True",
+                "reason": None,
+                "message": None,
+            }
+        )
     rows = only(findings(con, fleet), "condition_flap")
     assert len(rows) == 1
     assert rows[0]["start_ts"] == at(33)
@@ -256,8 +319,16 @@ def test_stable_conditions_do_not_flap(con):
     fleet = Fleet()
     for i in range(120):
         status = "False" if 30 <= i < 40 or 95 <= i < 100 else "True"
-        fleet.conditions.append({"ts": at(i), "node": "n1", "condition": "NetworkingReady",
-                                 "status": status, "reason": None, "message": None})
+        fleet.conditions.append(
+            {
+                "ts": at(i),
+                "node": "n1",
+                "condition": "NetworkingReady",
+                "status": status,
+                "reason": None,
+                "message": None,
+            }
+        )
     assert only(findings(con, fleet), "condition_flap") == []
 
 
@@ -270,29 +341,78 @@ def test_impact_counts_jobs_on_the_node_while_open(con):
     # makes it a hardware failure implicating n1); no next attempt, so no recovery.
     fleet = Fleet(nodes=["n1", "n2"])
     fleet.set("n1", 0, DBE, [0.0] * 50 + [1.0] * 40 + [0.0] * 30)
-    for job, node, start, end, state in (("j1", "n1", 0, 60, "succeeded"), ("j2", "n2", 0, 60, "succeeded"),
-                                         ("j3", "n1", 30, 55, "failed")):
-        fleet.jobs.append({"job_id": job, "name": job, "user": "u", "team": "t", "queue": "q",
-                           "submit_ts": at(0), "start_ts": at(start), "end_ts": at(end), "num_gpus": 8,
-                           "state": state, "exit_code": 0 if state == "succeeded" else 1, "reason": None})
-        fleet.attempts.append({"job_id": job, "attempt": 0, "start_ts": at(start), "end_ts": at(end),
-                               "state": state, "exit_code": 0 if state == "succeeded" else 1,
-                               "reason": None, "nodes": [node]})
+    for job, node, start, end, state in (
+        ("j1", "n1", 0, 60, "succeeded"),
+        ("j2", "n2", 0, 60, "succeeded"),
+        ("j3", "n1", 30, 55, "failed"),
+    ):
+        fleet.jobs.append(
+            {
+                "job_id": job,
+                "name": job,
+                "user": "u",
+                "team": "t",
+                "queue": "q",
+                "submit_ts": at(0),
+                "start_ts": at(start),
+                "end_ts": at(end),
+                "num_gpus": 8,
+                "state": state,
+                "exit_code": 0 if state == "succeeded" else 1,
+                "reason": None,
+            }
+        )
+        fleet.attempts.append(
+            {
+                "job_id": job,
+                "attempt": 0,
+                "start_ts": at(start),
+                "end_ts": at(end),
+                "state": state,
+                "exit_code": 0 if state == "succeeded" else 1,
+                "reason": None,
+                "nodes": [node],
+            }
+        )
     rows = only(findings(con, fleet), "ecc_dbe")
     assert [round(r["impact_gpu_h"], 3) for r in rows] == [2.0]
     assert rows[0]["goodput_lost_gpu_h"] == pytest.approx(3.3333, abs=1e-3)
 
 
-def _job(fleet: Fleet, job: str, gpus: int, attempts: list[tuple[float, float, str, list[str]]]) -> None:
+def _job(
+    fleet: Fleet, job: str, gpus: int, attempts: list[tuple[float, float, str, list[str]]]
+) -> None:
     """attempts: (start minute, end minute, state, nodes); the job ends with its last attempt."""
     last = attempts[-1]
-    fleet.jobs.append({"job_id": job, "name": job, "user": "u", "team": "t", "queue": "q",
-                       "submit_ts": at(0), "start_ts": at(attempts[0][0]), "end_ts": at(last[1]),
-                       "num_gpus": gpus, "state": last[2], "exit_code": 0 if last[2] == "succeeded" else 1,
-                       "reason": None})
-    fleet.attempts += [{"job_id": job, "attempt": i, "start_ts": at(s), "end_ts": at(e), "state": st,
-                        "exit_code": 0 if st == "succeeded" else 1, "reason": None, "nodes": nodes}
-                       for i, (s, e, st, nodes) in enumerate(attempts)]
+    fleet.jobs.append(
+        {
+            "job_id": job,
+            "name": job,
+            "user": "u",
+            "team": "t",
+            "queue": "q",
+            "submit_ts": at(0),
+            "start_ts": at(attempts[0][0]),
+            "end_ts": at(last[1]),
+            "num_gpus": gpus,
+            "state": last[2],
+            "exit_code": 0 if last[2] == "succeeded" else 1,
+            "reason": None,
+        }
+    )
+    fleet.attempts += [
+        {
+            "job_id": job,
+            "attempt": i,
+            "start_ts": at(s),
+            "end_ts": at(e),
+            "state": st,
+            "exit_code": 0 if st == "succeeded" else 1,
+            "reason": None,
+            "nodes": nodes,
+        }
+        for i, (s, e, st, nodes) in enumerate(attempts)
+    ]
 
 
 def test_a_finding_that_kills_a_job_carries_the_goodput_it_lost(con):
@@ -303,8 +423,18 @@ def test_a_finding_that_kills_a_job_carries_the_goodput_it_lost(con):
     # impact_gpu_h (exposure while open) is 0.
     nodes = [f"n{i}" for i in range(1, 10)]
     fleet = Fleet(nodes=nodes)
-    fleet.events.append({"ts": at(10), "node": "n1", "gpu": 0, "uuid": "GPU-n1-0", "kind": "xid", "code": 48,
-                         "message": "NVRM: Xid 48", "source": "test"})
+    fleet.events.append(
+        {
+            "ts": at(10),
+            "node": "n1",
+            "gpu": 0,
+            "uuid": "GPU-n1-0",
+            "kind": "xid",
+            "code": 48,
+            "message": "NVRM: Xid 48",
+            "source": "test",
+        }
+    )
     _job(fleet, "big", 64, [(0, 10, "failed", nodes[:8]), (15, 100, "succeeded", nodes[1:])])
     rows = only(findings(con, fleet), "xid")
     assert [(r["node"], r["gpu"], r["impact_gpu_h"]) for r in rows] == [("n1", 0, 0.0)]
@@ -319,15 +449,28 @@ def test_a_hardware_finding_stays_open_while_its_node_stays_down(con):
     # another outage; its finding closes at 50 as the detector says.
     fleet = Fleet(nodes=["n1", "n2", "n3"])
     for node, minute in (("n1", 10), ("n2", 10), ("n3", 20)):
-        fleet.events.append({"ts": at(minute), "node": node, "gpu": 3, "uuid": f"GPU-{node}-3", "kind": "xid",
-                             "code": 79, "message": "NVRM: Xid 79", "source": "test"})
+        fleet.events.append(
+            {
+                "ts": at(minute),
+                "node": node,
+                "gpu": 3,
+                "uuid": f"GPU-{node}-3",
+                "kind": "xid",
+                "code": 79,
+                "message": "NVRM: Xid 79",
+                "source": "test",
+            }
+        )
     fleet.ready["n1"] = ["False" if 10 <= i < 70 else "True" for i in range(120)]
     fleet.ready["n2"] = ["False" if i >= 10 else "True" for i in range(120)]
     fleet.ready["n3"] = ["False" if i < 5 else "True" for i in range(120)]
     settings = Settings(detection=DetectionSettings(xid_clear_s=1800))
     rows = only(findings(con, fleet, settings), "xid")
     assert [(r["node"], r["start_ts"], r["end_ts"]) for r in rows] == [
-        ("n1", at(10), at(70)), ("n2", at(10), None), ("n3", at(20), at(50))]
+        ("n1", at(10), at(70)),
+        ("n2", at(10), None),
+        ("n3", at(20), at(50)),
+    ]
     assert json.loads(rows[0]["evidence"])["held_open_by"] == "Ready=False"
 
 
@@ -337,12 +480,26 @@ def test_the_third_critical_xid_on_one_gpu_within_the_window_calls_for_replace(c
     # 1-hour look-back (escalate_window_s = 3600) the third sees only itself and the one at 40: reboot.
     fleet = Fleet(nodes=["n1"])
     for gpu, minute in ((2, 0), (2, 40), (2, 80), (5, 80)):
-        fleet.events.append({"ts": at(minute), "node": "n1", "gpu": gpu, "uuid": f"GPU-n1-{gpu}", "kind": "xid",
-                             "code": 79, "message": "NVRM: Xid 79", "source": "test"})
+        fleet.events.append(
+            {
+                "ts": at(minute),
+                "node": "n1",
+                "gpu": gpu,
+                "uuid": f"GPU-n1-{gpu}",
+                "kind": "xid",
+                "code": 79,
+                "message": "NVRM: Xid 79",
+                "source": "test",
+            }
+        )
     settings = Settings(detection=DetectionSettings(xid_clear_s=600))
     rows = only(findings(con, fleet, settings), "xid")
     assert [(r["gpu"], r["start_ts"], r["action"]) for r in rows] == [
-        (2, at(0), "reboot"), (2, at(40), "reboot"), (2, at(80), "replace"), (5, at(80), "reboot")]
+        (2, at(0), "reboot"),
+        (2, at(40), "reboot"),
+        (2, at(80), "replace"),
+        (5, at(80), "reboot"),
+    ]
     assert "#3 on gpu 2 within 30.0 days" in json.loads(rows[2]["evidence"])["escalated"]
     short = Settings(detection=DetectionSettings(xid_clear_s=600, escalate_window_s=3600))
     assert [r["action"] for r in only(findings(con, fleet, short), "xid")] == ["reboot"] * 4
@@ -350,6 +507,9 @@ def test_the_third_critical_xid_on_one_gpu_within_the_window_calls_for_replace(c
 
 def test_healthy_fleet_has_no_findings(con):
     fleet = Fleet(nodes=["n1", "n2"])
-    fleet.node_samples += [{"ts": at(i), "node": n, "metric": "nic_links_up", "value": 32.0}
-                           for n in ("n1", "n2") for i in range(120)]
+    fleet.node_samples += [
+        {"ts": at(i), "node": n, "metric": "nic_links_up", "value": 32.0}
+        for n in ("n1", "n2")
+        for i in range(120)
+    ]
     assert findings(con, fleet) == []

@@ -50,18 +50,54 @@ ESCAPE_JOBS = {
     ],
 }
 NODE_STATES = [
-    ("n1", 0, 1 * H, "available"), ("n1", 1 * H, 4 * H, "unavailable"),
-    ("n2", 0, 4 * H, "available"), ("n3", 0, 4 * H, "available"), ("n4", 0, 4 * H, "available"),
+    ("n1", 0, 1 * H, "available"),
+    ("n1", 1 * H, 4 * H, "unavailable"),
+    ("n2", 0, 4 * H, "available"),
+    ("n3", 0, 4 * H, "available"),
+    ("n4", 0, 4 * H, "available"),
 ]
 FINDINGS = [
-    {"anomaly_id": "a1", "entity_type": "gpu", "node": "n1", "gpu": 0, "kind": "xid",
-     "start_ts": at(-2 * H), "end_ts": at(-1 * H), "severity": "critical", "action": "reboot"},
-    {"anomaly_id": "a2", "entity_type": "gpu", "node": "n2", "gpu": 5, "kind": "ecc_sbe_rate",
-     "start_ts": at(-H / 2), "end_ts": None, "severity": "warn", "action": "drain"},
-    {"anomaly_id": "a3", "entity_type": "gpu", "node": "n3", "gpu": 2, "kind": "xid",
-     "start_ts": at(2 * H - 40 * 60), "end_ts": None, "severity": "critical", "action": "reboot"},
+    {
+        "anomaly_id": "a1",
+        "entity_type": "gpu",
+        "node": "n1",
+        "gpu": 0,
+        "kind": "xid",
+        "start_ts": at(-2 * H),
+        "end_ts": at(-1 * H),
+        "severity": "critical",
+        "action": "reboot",
+    },
+    {
+        "anomaly_id": "a2",
+        "entity_type": "gpu",
+        "node": "n2",
+        "gpu": 5,
+        "kind": "ecc_sbe_rate",
+        "start_ts": at(-H / 2),
+        "end_ts": None,
+        "severity": "warn",
+        "action": "drain",
+    },
+    {
+        "anomaly_id": "a3",
+        "entity_type": "gpu",
+        "node": "n3",
+        "gpu": 2,
+        "kind": "xid",
+        "start_ts": at(2 * H - 40 * 60),
+        "end_ts": None,
+        "severity": "critical",
+        "action": "reboot",
+    },
 ]
-REBUILT = ("attempt_outcomes", "failure_escapes", "checkpoint_advice", "node_cost", "weekly_summary")
+REBUILT = (
+    "attempt_outcomes",
+    "failure_escapes",
+    "checkpoint_advice",
+    "node_cost",
+    "weekly_summary",
+)
 
 
 def rebuild(con, settings: Settings, steps=REBUILT) -> None:
@@ -74,8 +110,13 @@ def escapes_con(tmp_path_factory):
     from pipelines.compute import compute
 
     con = open_store(tmp_path_factory.mktemp("escapes") / "fleet.duckdb")
-    load(con, {"nodes": [{"node": f"n{i}", "cluster": "c1", "gpu_count": 8} for i in range(1, 5)],
-               **ESCAPE_JOBS})
+    load(
+        con,
+        {
+            "nodes": [{"node": f"n{i}", "cluster": "c1", "gpu_count": 8} for i in range(1, 5)],
+            **ESCAPE_JOBS,
+        },
+    )
     settings = Settings()
     compute(con, settings, force=True)
     set_node_states(con, NODE_STATES)
@@ -83,8 +124,10 @@ def escapes_con(tmp_path_factory):
     insert_anomalies(con, FINDINGS)
     # One straggler verdict: a rank of j-flag on n2 dragged its steps 900 s in total.
     con.execute("DELETE FROM rank_slowdown")
-    con.execute("INSERT INTO rank_slowdown (job_id, attempt, rank, node, gpu, drag_s, is_straggler) "
-                "VALUES ('j-flag', 0, 1, 'n2', 1, 900, true)")
+    con.execute(
+        "INSERT INTO rank_slowdown (job_id, attempt, rank, node, gpu, drag_s, is_straggler) "
+        "VALUES ('j-flag', 0, 1, 'n2', 1, 900, true)"
+    )
     execute(con, "derived/goodput_stack", settings.sql_params())
     rebuild(con, settings)
     yield con
@@ -103,16 +146,28 @@ ESCAPE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("job_id", "outcome", "kind", "lead", "detector", "node", "gpu"), ESCAPE_CASES)
+@pytest.mark.parametrize(
+    ("job_id", "outcome", "kind", "lead", "detector", "node", "gpu"), ESCAPE_CASES
+)
 def test_failure_escapes(escapes_con, job_id, outcome, kind, lead, detector, node, gpu):
-    row = escapes_con.sql(
-        "SELECT * FROM failure_escapes WHERE job_id = $job", params={"job": job_id}).pl().to_dicts()
+    row = (
+        escapes_con.sql("SELECT * FROM failure_escapes WHERE job_id = $job", params={"job": job_id})
+        .pl()
+        .to_dicts()
+    )
     assert len(row) == 1
     row = row[0]
-    assert (row["outcome"], row["first_signal_kind"], row["lead_time_s"], row["detector"], row["node"], row["gpu"]) \
-        == (outcome, kind, lead, detector, node, gpu)
+    assert (
+        row["outcome"],
+        row["first_signal_kind"],
+        row["lead_time_s"],
+        row["detector"],
+        row["node"],
+        row["gpu"],
+    ) == (outcome, kind, lead, detector, node, gpu)
     assert [row["placed_on_flagged"], row["seen_before_failure"], row["escaped"]] == [
-        outcome == o for o in ("placed_on_flagged", "seen_before_failure", "escaped")]
+        outcome == o for o in ("placed_on_flagged", "seen_before_failure", "escaped")
+    ]
 
 
 WEEKLY_CASES = [
@@ -129,7 +184,8 @@ WEEKLY_CASES = [
 @pytest.mark.parametrize(("column", "expected"), WEEKLY_CASES)
 def test_weekly_escape_figures(escapes_con, column, expected):
     (value,) = escapes_con.execute(
-        f"SELECT {column} FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'").fetchone()
+        f"SELECT {column} FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'"
+    ).fetchone()
     assert value == pytest.approx(expected, rel=1e-12)
 
 
@@ -146,9 +202,14 @@ def test_every_column_is_documented(escapes_con, table):
 
 def test_only_fleet_failures_are_rows(escapes_con):
     # j-pre (preempted, by policy), j-sw (software) and j-wait (succeeded) are not fleet failures.
-    rows = escapes_con.execute("SELECT job_id, failure_class, week, cluster FROM failure_escapes ORDER BY job_id").fetchall()
-    assert rows == [("j-esc", "hardware", "2026-W48", "c1"), ("j-flag", "hardware", "2026-W48", "c1"),
-                    ("j-seen", "hardware", "2026-W48", "c1")]
+    rows = escapes_con.execute(
+        "SELECT job_id, failure_class, week, cluster FROM failure_escapes ORDER BY job_id"
+    ).fetchall()
+    assert rows == [
+        ("j-esc", "hardware", "2026-W48", "c1"),
+        ("j-flag", "hardware", "2026-W48", "c1"),
+        ("j-seen", "hardware", "2026-W48", "c1"),
+    ]
 
 
 LOSS_CASES = [
@@ -163,7 +224,8 @@ LOSS_CASES = [
 @pytest.mark.parametrize(("job_id", "lost", "late"), LOSS_CASES)
 def test_failure_losses(escapes_con, job_id, lost, late):
     got = escapes_con.execute(
-        "SELECT lost_gpu_s, late_remediation_gpu_s FROM failure_escapes WHERE job_id = ?", [job_id]).fetchall()
+        "SELECT lost_gpu_s, late_remediation_gpu_s FROM failure_escapes WHERE job_id = ?", [job_id]
+    ).fetchall()
     assert got == [(pytest.approx(lost), pytest.approx(late))]
 
 
@@ -193,7 +255,8 @@ NODE_COST_CASES = [
 @pytest.mark.parametrize(("node", "column", "expected"), NODE_COST_CASES)
 def test_node_cost(escapes_con, node, column, expected):
     (value,) = escapes_con.execute(
-        f"SELECT {column} FROM node_cost WHERE week = '2026-W48' AND node = ?", [node]).fetchone()
+        f"SELECT {column} FROM node_cost WHERE week = '2026-W48' AND node = ?", [node]
+    ).fetchone()
     assert value == pytest.approx(expected, rel=1e-9)
 
 
@@ -253,18 +316,32 @@ def advice(tmp_path_factory):
 
     con = open_store(tmp_path_factory.mktemp("advice") / "fleet.duckdb")
     nodes = [f"g{i:02d}" for i in range(64)]
-    load(con, {
-        "nodes": [{"node": n, "cluster": "c1", "gpu_count": 8} for n in nodes],
-        "jobs": [{**job("llama-1", start=0, end=24 * H, state="succeeded", gpus=512),
-                  "name": "llama", "team": "pretrain"}],
-        "job_attempts": [attempt("llama-1", 0, start=0, end=24 * H, state="succeeded", nodes=nodes)],
-        "checkpoints": [checkpoint("llama-1", 0, k, "save", start=600 * k, duration=60.0)
-                        for k in range(1, 144)],
-    })
+    load(
+        con,
+        {
+            "nodes": [{"node": n, "cluster": "c1", "gpu_count": 8} for n in nodes],
+            "jobs": [
+                {
+                    **job("llama-1", start=0, end=24 * H, state="succeeded", gpus=512),
+                    "name": "llama",
+                    "team": "pretrain",
+                }
+            ],
+            "job_attempts": [
+                attempt("llama-1", 0, start=0, end=24 * H, state="succeeded", nodes=nodes)
+            ],
+            "checkpoints": [
+                checkpoint("llama-1", 0, k, "save", start=600 * k, duration=60.0)
+                for k in range(1, 144)
+            ],
+        },
+    )
     settings = Settings()
     compute(con, settings, force=True)
     # 64 fleet failures in the week (their own attempts would add exposure; only the count matters here).
-    con.execute("CREATE OR REPLACE TABLE failure_escapes AS SELECT '2026-W48' AS week FROM range(64)")
+    con.execute(
+        "CREATE OR REPLACE TABLE failure_escapes AS SELECT '2026-W48' AS week FROM range(64)"
+    )
     rebuild(con, settings, ("checkpoint_advice",))
     rows = con.sql("SELECT * FROM checkpoint_advice").pl().to_dicts()
     con.close()

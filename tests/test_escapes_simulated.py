@@ -36,7 +36,11 @@ def simulated(tmp_path_factory):
         truth = failure_escape_truth(sim.effects, sim.attempts, sim.fleet.names, sim.cfg.horizon_s)
         escapes = con.sql("SELECT * FROM failure_escapes").pl().to_dicts()
         advice = con.sql("SELECT * FROM checkpoint_advice").pl().to_dicts()
-        gt = con.sql(f"SELECT * FROM read_parquet('{folder / 'data' / 'ground_truth.parquet'}')").pl().to_dicts()
+        gt = (
+            con.sql(f"SELECT * FROM read_parquet('{folder / 'data' / 'ground_truth.parquet'}')")
+            .pl()
+            .to_dicts()
+        )
         con.close()
         out[seed] = (truth, escapes, advice, gt)
     return out

@@ -21,23 +21,59 @@ def h(hours: float) -> dt.datetime:
     return T + dt.timedelta(hours=hours)
 
 
-def finding(kind: str, node: str, gpu: int | None, start: float, end: float | None,
-            detected: float | None = None, job_id: str | None = None, rank: int | None = None) -> dict:
+def finding(
+    kind: str,
+    node: str,
+    gpu: int | None,
+    start: float,
+    end: float | None,
+    detected: float | None = None,
+    job_id: str | None = None,
+    rank: int | None = None,
+) -> dict:
     evidence = {} if detected is None else {"detected_at": h(detected).isoformat()}
-    return {"kind": kind, "node": node, "gpu": gpu, "job_id": job_id, "rank": rank,
-            "start_ts": h(start), "end_ts": None if end is None else h(end),
-            "evidence": json.dumps(evidence)}
+    return {
+        "kind": kind,
+        "node": node,
+        "gpu": gpu,
+        "job_id": job_id,
+        "rank": rank,
+        "start_ts": h(start),
+        "end_ts": None if end is None else h(end),
+        "evidence": json.dumps(evidence),
+    }
 
 
-def fault(kind: str, entity: str, node: str | None, gpu: int | None, start: float, end: float,
-          job_id: str | None = None, rank: int | None = None) -> dict:
-    return {"kind": kind, "entity_type": entity, "node": node, "gpu": gpu, "job_id": job_id,
-            "rank": rank, "start_ts": h(start), "end_ts": h(end)}
+def fault(
+    kind: str,
+    entity: str,
+    node: str | None,
+    gpu: int | None,
+    start: float,
+    end: float,
+    job_id: str | None = None,
+    rank: int | None = None,
+) -> dict:
+    return {
+        "kind": kind,
+        "entity_type": entity,
+        "node": node,
+        "gpu": gpu,
+        "job_id": job_id,
+        "rank": rank,
+        "start_ts": h(start),
+        "end_ts": h(end),
+    }
 
 
 def score(findings: list[dict], faults: list[dict], gpu_days: float = 1000.0) -> dict:
-    run = SeedRun(1, pl.DataFrame(findings, infer_schema_length=None),
-                  pl.DataFrame(faults, infer_schema_length=None), gpu_days, h(48))
+    run = SeedRun(
+        1,
+        pl.DataFrame(findings, infer_schema_length=None),
+        pl.DataFrame(faults, infer_schema_length=None),
+        gpu_days,
+        h(48),
+    )
     return summarise([run])
 
 
@@ -45,35 +81,65 @@ def score(findings: list[dict], faults: list[dict], gpu_days: float = 1000.0) ->
     "findings, faults, kind, expected",
     [
         # The XID on the faulty GPU, detected 0.5 h after the fault: TP, recall 1, TTD 1800 s.
-        ([finding("xid", "n1", 3, 10, 16, detected=10.5)],
-         [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
-         "xid", {"precision": 1.0, "recall": 1.0, "median_ttd_s": 1800.0, "false_positives": 0}),
+        (
+            [finding("xid", "n1", 3, 10, 16, detected=10.5)],
+            [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
+            "xid",
+            {"precision": 1.0, "recall": 1.0, "median_ttd_s": 1800.0, "false_positives": 0},
+        ),
         # Same GPU but a day later (after end + 1 h slack): FP, and the fault is missed.
         # 1 FP per 1,000 GPU-days = 1.0.
-        ([finding("xid", "n1", 3, 40, None)],
-         [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
-         "xid", {"precision": 0.0, "recall": 0.0, "fp_per_1k_gpu_days": 1.0}),
+        (
+            [finding("xid", "n1", 3, 40, None)],
+            [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
+            "xid",
+            {"precision": 0.0, "recall": 0.0, "fp_per_1k_gpu_days": 1.0},
+        ),
         # Another GPU of the node: not the same entity.
-        ([finding("xid", "n1", 4, 10, 16)], [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
-         "xid", {"precision": 0.0, "recall": 0.0}),
+        (
+            [finding("xid", "n1", 4, 10, 16)],
+            [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
+            "xid",
+            {"precision": 0.0, "recall": 0.0},
+        ),
         # A node-level telemetry gap on the XID-79 node: allowed (TP) though not required.
-        ([finding("telemetry_gap", "n1", None, 12, 13)],
-         [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
-         "telemetry_gap", {"precision": 1.0, "recall": None}),
+        (
+            [finding("telemetry_gap", "n1", None, 12, 13)],
+            [fault("xid79_fell_off_bus", "gpu", "n1", 3, 10, 20)],
+            "telemetry_gap",
+            {"precision": 1.0, "recall": None},
+        ),
         # A counter finding ending 0.5 h after the fault (inside the 1 h slack): TP.
-        ([finding("pcie_replay_rate", "n2", 0, 5, 20.5)], [fault("pcie_replay", "gpu", "n2", 0, 4, 20)],
-         "pcie_replay_rate", {"precision": 1.0, "recall": 1.0, "median_ttd_s": 3600.0}),
+        (
+            [finding("pcie_replay_rate", "n2", 0, 5, 20.5)],
+            [fault("pcie_replay", "gpu", "n2", 0, 4, 20)],
+            "pcie_replay_rate",
+            {"precision": 1.0, "recall": 1.0, "median_ttd_s": 3600.0},
+        ),
         # Any finding on a negative hard case is a false positive.
-        ([finding("throttling", "n3", 2, 5, 6)], [fault("noisy_gpu", "gpu", "n3", 2, 0, 48)],
-         "throttling", {"precision": 0.0, "false_positives": 1}),
+        (
+            [finding("throttling", "n3", 2, 5, 6)],
+            [fault("noisy_gpu", "gpu", "n3", 2, 0, 48)],
+            "throttling",
+            {"precision": 0.0, "false_positives": 1},
+        ),
         # Stragglers: same job and rank; the second straggler of the job is missed: recall 1/2.
-        ([finding("straggler", "n4", 1, 3, 5, detected=3.25, job_id="j1", rank=9)],
-         [fault("two_stragglers", "rank", "n4", 1, 3, 5, job_id="j1", rank=9),
-          fault("two_stragglers", "rank", "n5", 2, 3, 5, job_id="j1", rank=17)],
-         "straggler", {"precision": 1.0, "recall": 0.5, "median_ttd_s": 900.0}),
+        (
+            [finding("straggler", "n4", 1, 3, 5, detected=3.25, job_id="j1", rank=9)],
+            [
+                fault("two_stragglers", "rank", "n4", 1, 3, 5, job_id="j1", rank=9),
+                fault("two_stragglers", "rank", "n5", 2, 3, 5, job_id="j1", rank=17),
+            ],
+            "straggler",
+            {"precision": 1.0, "recall": 0.5, "median_ttd_s": 900.0},
+        ),
         # An ECC fault's DBE is timed from the fault's end (the error), not the SBE rise.
-        ([finding("ecc_dbe", "n6", 5, 9, 11, detected=9)], [fault("ecc_dbe", "gpu", "n6", 5, 3, 9)],
-         "ecc_dbe", {"precision": 1.0, "recall": 1.0, "median_ttd_s": 0.0}),
+        (
+            [finding("ecc_dbe", "n6", 5, 9, 11, detected=9)],
+            [fault("ecc_dbe", "gpu", "n6", 5, 3, 9)],
+            "ecc_dbe",
+            {"precision": 1.0, "recall": 1.0, "median_ttd_s": 0.0},
+        ),
     ],
 )
 def test_matching(findings, faults, kind, expected):
@@ -114,7 +180,10 @@ def test_findings_on_negative_cases_are_counted():
     t = fault("all_ranks_slow", "job", None, None, 2, 5, job_id="j9")
     row = score([f], [t])["straggler"]
     assert (row["false_positives"], row["on_negatives"]) == (1, 1)
-    assert failures({"straggler": row}) == ["straggler: precision 0.0", "straggler: 1 findings on negative cases"]
+    assert failures({"straggler": row}) == [
+        "straggler: precision 0.0",
+        "straggler: 1 findings on negative cases",
+    ]
 
 
 @pytest.mark.parametrize("text, seeds", [("1..5", [1, 2, 3, 4, 5]), ("1,3", [1, 3]), ("7", [7])])
@@ -138,15 +207,30 @@ def test_targets_on_a_small_suite():
         missed = [m for m in missed if not m.startswith("straggler")]
     assert missed == []
     # The suite really holds the hard cases (it cannot pass by injecting nothing).
-    assert {"pcie_replay", "nvlink_errors", "row_remap_failure", "noisy_gpu", "counter_reset"} <= kinds
+    assert {
+        "pcie_replay",
+        "nvlink_errors",
+        "row_remap_failure",
+        "noisy_gpu",
+        "counter_reset",
+    } <= kinds
     assert summary["xid"]["recall"] == 1.0
     require(_has_rank_slowdown(), "the rank_slowdown compute step")
     assert {"straggler", "straggler_midrun", "two_stragglers"} <= kinds
     assert summary["straggler"]["recall"] >= 0.95
     # The episode and stall cases with their negatives; every episode's bounds checked.
-    assert {"straggler_spell", "stragglers_trade_places", "straggler_two_spells", "straggler_sampled",
-            "all_ranks_slow", "noisy_ranks", "job_hang", "job_hang_no_step_logs", "long_checkpoint_save",
-            "data_wait"} <= kinds
+    assert {
+        "straggler_spell",
+        "stragglers_trade_places",
+        "straggler_two_spells",
+        "straggler_sampled",
+        "all_ranks_slow",
+        "noisy_ranks",
+        "job_hang",
+        "job_hang_no_step_logs",
+        "long_checkpoint_save",
+        "data_wait",
+    } <= kinds
     assert summary["straggler"]["bounds_checked"] >= 10
     assert summary["straggler"]["bounds_ok"] == summary["straggler"]["bounds_checked"]
     assert summary["job_stalled"]["recall"] == 1.0 and summary["job_stalled"]["precision"] == 1.0

@@ -56,8 +56,13 @@ W48_ROWS["failure_escapes"] = "SELECT * FROM failure_escapes WHERE week = '2026-
 # Hand-counted W48 rows: 3 summary rows (c1, c2, *), 2 stack rows, 3 nodes x 7 days,
 # 2 clusters x 7 days, jobs j1..j5, 9 attempts of j1..j5, 5 goodput rows, 14 intervals overlapping.
 W48_COUNTS = {
-    "weekly_summary": 3, "goodput_stack": 2, "node_availability_daily": 21,
-    "fleet_availability_daily": 14, "job_outcomes": 5, "attempt_outcomes": 9, "job_goodput": 5,
+    "weekly_summary": 3,
+    "goodput_stack": 2,
+    "node_availability_daily": 21,
+    "fleet_availability_daily": 14,
+    "job_outcomes": 5,
+    "attempt_outcomes": 9,
+    "job_goodput": 5,
     "node_state_intervals": 14,
     "failure_escapes": 1,  # j2's attempt 0, placed on n2 while its finding was open
 }
@@ -84,7 +89,8 @@ def assert_same_rows(con, view_sql: str, back: duckdb.DuckDBPyRelation, as_text:
     view = con.sql(view_sql)
     if as_text:
         view = con.sql(
-            "SELECT " + ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in view.columns)
+            "SELECT "
+            + ", ".join(f'CAST("{c}" AS VARCHAR) AS "{c}"' for c in view.columns)
             + f" FROM ({view_sql})"
         )
     expected = sorted(view.fetchall(), key=repr)
@@ -113,17 +119,22 @@ def test_partition_layout(ro, tmp_path):
     assert "job_outcomes/week=2026-W48/data_0.parquet" in files
     assert not list(out.rglob("*.partial")) and not list(out.glob(".staging-*"))
     # The all-clusters row reads back as cluster '*'
-    clusters = connect(":memory:").sql(
-        f"SELECT list(cluster ORDER BY cluster) FROM read_parquet('{out}/weekly_summary/**/*.parquet', "
-        "hive_partitioning = true)"
-    ).fetchall()[0][0]
+    clusters = (
+        connect(":memory:")
+        .sql(
+            f"SELECT list(cluster ORDER BY cluster) FROM read_parquet('{out}/weekly_summary/**/*.parquet', "
+            "hive_partitioning = true)"
+        )
+        .fetchall()[0][0]
+    )
     assert clusters == ["*", "c1", "c2"]
 
 
 def digests(out: Path) -> dict[str, str]:
     return {
         str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(out.rglob("*")) if p.is_file() and p.suffix in (".parquet", ".csv")
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.suffix in (".parquet", ".csv")
     }
 
 
@@ -150,9 +161,13 @@ def test_rerunning_a_week_replaces_only_that_week(fixture_db, tmp_path):
     for path, digest in w47.items():
         assert after[path] == digest, path
     assert (out / "node_availability_daily" / "cluster=c2" / "day=2026-11-22").is_dir()
-    jobs = connect(":memory:").sql(
-        f"SELECT list(job_id ORDER BY job_id) FROM read_parquet('{out}/job_outcomes/**/*.parquet')"
-    ).fetchall()[0][0]
+    jobs = (
+        connect(":memory:")
+        .sql(
+            f"SELECT list(job_id ORDER BY job_id) FROM read_parquet('{out}/job_outcomes/**/*.parquet')"
+        )
+        .fetchall()[0][0]
+    )
     assert jobs == ["j0", "j00", "j1", "j2", "j3", "j4"]  # W47's j0, j00 kept; j5 gone from W48
 
 
@@ -267,22 +282,38 @@ def test_every_exportable_table_has_its_query_and_docs():
 
 
 def test_cli_export(fixture_db, tmp_path):
-    result = run_cli("--db", str(fixture_db), "export", "--week", "2026-W48", "--format", "csv",
-                     "--out", str(tmp_path / "lake"), "--tables", "weekly_summary,job_outcomes",
-                     cwd=tmp_path)
+    result = run_cli(
+        "--db",
+        str(fixture_db),
+        "export",
+        "--week",
+        "2026-W48",
+        "--format",
+        "csv",
+        "--out",
+        str(tmp_path / "lake"),
+        "--tables",
+        "weekly_summary,job_outcomes",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "job_outcomes" in result.stdout and "5 rows" in result.stdout
     assert sorted(p.name for p in (tmp_path / "lake").iterdir() if not p.name.startswith(".")) == [
-        "job_outcomes", "weekly_summary"]
+        "job_outcomes",
+        "weekly_summary",
+    ]
 
 
 # Property: whatever a week's rows are, and however often it is re-exported, the lake holds exactly
 # the view's rows for every exported week (re-exporting W48 never changes W47).
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     runs=st.lists(
         st.sets(st.tuples(st.sampled_from(["c1", "c2", "c 3/x"]), st.integers(0, 13)), max_size=8),
-        min_size=1, max_size=3,
+        min_size=1,
+        max_size=3,
     )
 )
 def test_lake_always_equals_the_view(tmp_path_factory, runs):
@@ -306,13 +337,18 @@ def test_lake_always_equals_the_view(tmp_path_factory, runs):
             export_week(con, week, out, "parquet", ["node_availability_daily"], allow_empty=True)
         expected = sorted(con.sql("FROM node_availability_daily").fetchall(), key=repr)
         files = list(out.rglob("*.parquet"))
-        back = sorted(
-            con.sql(
-                f"SELECT day, node, cluster, in_fleet_s, maintenance_s, available_s, degraded_s, "
-                f"unavailable_s, unknown_s, availability FROM read_parquet('{out}/**/*.parquet', "
-                "hive_partitioning = true)"
-            ).fetchall(), key=repr,
-        ) if files else []
+        back = (
+            sorted(
+                con.sql(
+                    f"SELECT day, node, cluster, in_fleet_s, maintenance_s, available_s, degraded_s, "
+                    f"unavailable_s, unknown_s, availability FROM read_parquet('{out}/**/*.parquet', "
+                    "hive_partitioning = true)"
+                ).fetchall(),
+                key=repr,
+            )
+            if files
+            else []
+        )
         assert back == expected
 
 
@@ -331,13 +367,17 @@ def test_csv_text_reads_back_as_text_in_duckdb_and_polars(fixture_db, tmp_path):
     try:
         out = tmp_path / "lake"
         export_week(ro, W48, out, "csv", ["job_outcomes"])
-        back = ro.sql(f"SELECT job_id FROM read_csv('{out}/job_outcomes/**/*.csv', hive_partitioning = true)")
+        back = ro.sql(
+            f"SELECT job_id FROM read_csv('{out}/job_outcomes/**/*.csv', hive_partitioning = true)"
+        )
         assert back.types == ["VARCHAR"]
         assert sorted(r[0] for r in back.fetchall()) == ["001", "002", "003", "004", "005"]
     finally:
         ro.close()
     schema = json.loads((out / "job_outcomes" / "schema.json").read_text())
-    assert schema["job_id"] == "VARCHAR" and "week" not in schema  # a partition column is in the path
+    assert (
+        schema["job_id"] == "VARCHAR" and "week" not in schema
+    )  # a partition column is in the path
     text = {column: pl.String for column, type_name in schema.items() if type_name == "VARCHAR"}
     (file,) = (out / "job_outcomes").glob("week=*/*.csv")
     frame = pl.read_csv(file, schema_overrides=text)

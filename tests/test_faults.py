@@ -41,7 +41,9 @@ def with_file_size_limit(limit: int):
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.mark.parametrize(
@@ -52,11 +54,15 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     ],
 )
 def test_a_full_disk_is_one_line_and_leaves_the_database_as_it_was(
-    db: Path, landing: Path, args: list[str]  # noqa: F811
+    db: Path,
+    landing: Path,  # noqa: F811
+    args: list[str],
 ) -> None:
     before = snapshot(db.parent)
     limit = db.stat().st_size // 2
-    done = gpufleet(db, *[a.format(landing=landing) for a in args], preexec_fn=with_file_size_limit(limit))
+    done = gpufleet(
+        db, *[a.format(landing=landing) for a in args], preexec_fn=with_file_size_limit(limit)
+    )
     line = one_error_line(done)
     assert line.startswith("Error: No space left"), line
     assert "File too large" in line
@@ -74,12 +80,16 @@ def test_a_full_disk_on_a_new_database_creates_nothing(tmp_path: Path, landing: 
     no_leftovers(db)
 
 
-def test_an_export_to_a_full_disk_is_one_line_and_keeps_the_earlier_export(db: Path, tmp_path: Path) -> None:
+def test_an_export_to_a_full_disk_is_one_line_and_keeps_the_earlier_export(
+    db: Path, tmp_path: Path
+) -> None:
     lake = tmp_path / "lake"
     first = gpufleet(db, "export", "--week", WEEK, "--out", str(lake))
     assert first.returncode == 0, first.stderr
     before = snapshot(lake)
-    done = gpufleet(db, "export", "--week", WEEK, "--out", str(lake), preexec_fn=with_file_size_limit(600))
+    done = gpufleet(
+        db, "export", "--week", WEEK, "--out", str(lake), preexec_fn=with_file_size_limit(600)
+    )
     assert one_error_line(done).startswith("Error: No space left")
     assert snapshot(lake) == before
 
@@ -88,10 +98,14 @@ def test_an_export_to_a_full_disk_is_one_line_and_keeps_the_earlier_export(db: P
 def read_only_folder(folder: Path) -> Iterator[None]:
     """`folder` made read-only: a read-only bind mount as root (root ignores modes), else chmod."""
     if os.geteuid() == 0:
-        mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False)
+        mounted = subprocess.run(
+            ["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False
+        )
         require(mounted.returncode == 0, "mount (a read-only bind mount, for a root test run)")
         try:
-            remount = subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True, check=False)
+            remount = subprocess.run(
+                ["mount", "-o", "remount,ro,bind", str(folder)], capture_output=True, check=False
+            )
             require(remount.returncode == 0, "mount -o remount,ro")
             yield
         finally:
@@ -106,7 +120,9 @@ def read_only_folder(folder: Path) -> Iterator[None]:
 
 @pytest.mark.parametrize("args", [["compute", "--force"], ["ingest", "files", "{landing}"]])
 def test_a_read_only_folder_refuses_writers_in_one_line_and_still_serves_readers(
-    db: Path, landing: Path, args: list[str]  # noqa: F811
+    db: Path,
+    landing: Path,  # noqa: F811
+    args: list[str],
 ) -> None:
     before = snapshot(db.parent)
     with read_only_folder(db.parent):
@@ -139,7 +155,11 @@ def damage(db: Path, how: str) -> None:
     ],
 )
 def test_a_damaged_database_is_one_line_and_stays_as_it_was(
-    db: Path, landing: Path, tmp_path: Path, how: str, args: list[str]  # noqa: F811
+    db: Path,
+    landing: Path,  # noqa: F811
+    tmp_path: Path,
+    how: str,
+    args: list[str],
 ) -> None:
     damage(db, how)
     before = db.read_bytes()
@@ -161,7 +181,10 @@ def test_out_of_memory_is_one_line_and_leaves_the_database_as_it_was(db: Path) -
 
 def test_a_memory_limit_that_is_not_a_size_is_one_line(db: Path) -> None:
     done = gpufleet(db, "compute", "--force", env={**ENV, "GPUFLEET_MEMORY_LIMIT": "lots"})
-    assert one_error_line(done) == "Error: GPUFLEET_MEMORY_LIMIT must be a size such as 6GB or 512MB, not `lots`."
+    assert (
+        one_error_line(done)
+        == "Error: GPUFLEET_MEMORY_LIMIT must be a size such as 6GB or 512MB, not `lots`."
+    )
 
 
 def test_python_running_out_of_memory_is_one_line(db: Path) -> None:
@@ -173,6 +196,13 @@ def test_python_running_out_of_memory_is_one_line(db: Path) -> None:
         "sys.argv = ['gpufleet', '--db', sys.argv[1], 'compute', '--force']\n"
         "from pipelines.cli import main; main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(db)], env=ENV, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert one_error_line(done).startswith("Error: Out of memory")

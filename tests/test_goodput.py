@@ -17,8 +17,10 @@ SECONDS = ["wall_s", "productive_s", "init_s", "checkpoint_s", "wasted_s", "reco
 def fleet() -> dict[str, list[dict]]:
     """The hand-made fleet; each job's timeline is spelled out in the test table below."""
     return {
-        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8},
-                  {"node": "n2", "cluster": "c1", "gpu_count": 8}],
+        "nodes": [
+            {"node": "n1", "cluster": "c1", "gpu_count": 8},
+            {"node": "n2", "cluster": "c1", "gpu_count": 8},
+        ],
         "jobs": [
             job("restart", start=0, end=900, state="succeeded", submit=-100),
             job("nosteps", start=0, end=620, state="succeeded", gpus=4),
@@ -39,13 +41,24 @@ def fleet() -> dict[str, list[dict]]:
             # restart: attempt 0 steps 1..30 end at 60, 70, .., 350; attempt 1 steps 21..50,
             # the first logged as 30 s (program startup), ending at 560, 570, .., 850.
             *steps("restart", 0, first_end=60, step_s=10, count=30),
-            *steps("restart", 1, first_end=560, step_s=10, count=30, first_step=21, first_step_s=30),
+            *steps(
+                "restart", 1, first_end=560, step_s=10, count=30, first_step=21, first_step_s=30
+            ),
             # recompute: attempt 0 steps 1..10 end at 20..110; attempt 1 redoes 6..15, ending 270..360.
             *steps("recompute", 0, first_end=20, step_s=10, count=10),
             *steps("recompute", 1, first_end=270, step_s=10, count=10, first_step=6),
             # straggler: 4 ranks, steps 1..30 end at 20..310, rank 2's compute_s is 20 % longer.
-            *steps("straggler", 0, first_end=20, step_s=10, count=30, ranks=4, compute=True,
-                   slow={2: 1.2}, node="n2"),
+            *steps(
+                "straggler",
+                0,
+                first_end=20,
+                step_s=10,
+                count=30,
+                ranks=4,
+                compute=True,
+                slow={2: 1.2},
+                node="n2",
+            ),
         ],
         "checkpoints": [
             checkpoint("restart", 0, 20, "save", start=250, duration=5),
@@ -97,7 +110,9 @@ EXPECTED = [
 
 
 @pytest.mark.parametrize("job_id, wall, productive, init, ckpt, wasted, recovery, other", EXPECTED)
-def test_job_goodput_breakdown(computed, job_id, wall, productive, init, ckpt, wasted, recovery, other):
+def test_job_goodput_breakdown(
+    computed, job_id, wall, productive, init, ckpt, wasted, recovery, other
+):
     row = computed.execute(
         f"SELECT {', '.join(SECONDS)} FROM job_goodput WHERE job_id = ?", [job_id]
     ).fetchall()[0]
@@ -118,10 +133,13 @@ def test_job_goodput_breakdown(computed, job_id, wall, productive, init, ckpt, w
         ("straggler", 0.75, 0.75, 1600, 1200, Decimal(48)),
     ],
 )
-def test_job_goodput_ratios(computed, job_id, goodput, ettr, allocated_gpu_s, productive_gpu_s, drag_s):
+def test_job_goodput_ratios(
+    computed, job_id, goodput, ettr, allocated_gpu_s, productive_gpu_s, drag_s
+):
     row = computed.execute(
         "SELECT goodput, ettr, allocated_gpu_s, productive_gpu_s, straggler_drag_s "
-        "FROM job_goodput WHERE job_id = ?", [job_id]
+        "FROM job_goodput WHERE job_id = ?",
+        [job_id],
     ).fetchall()[0]
     assert row[0] == pytest.approx(goodput, abs=1e-12)
     assert row[1] == pytest.approx(ettr, abs=1e-12)
@@ -131,16 +149,33 @@ def test_job_goodput_ratios(computed, job_id, goodput, ettr, allocated_gpu_s, pr
 @pytest.mark.parametrize(
     "job_id, timeline",
     [
-        ("restart", [
-            (0, 0, 50, "init"), (0, 50, 250, "productive"), (0, 250, 255, "checkpoint"),
-            (0, 255, 350, "wasted"), (0, 350, 400, "other"), (0, 400, 500, "recovery"),
-            (1, 500, 510, "init"), (1, 510, 530, "checkpoint"), (1, 530, 550, "init"),
-            (1, 550, 850, "productive"), (1, 850, 900, "other"),
-        ]),
-        ("nosteps", [
-            (0, 0, 100, "productive"), (0, 100, 110, "checkpoint"), (0, 110, 300, "wasted"),
-            (0, 300, 360, "recovery"), (1, 360, 600, "productive"), (1, 600, 620, "other"),
-        ]),
+        (
+            "restart",
+            [
+                (0, 0, 50, "init"),
+                (0, 50, 250, "productive"),
+                (0, 250, 255, "checkpoint"),
+                (0, 255, 350, "wasted"),
+                (0, 350, 400, "other"),
+                (0, 400, 500, "recovery"),
+                (1, 500, 510, "init"),
+                (1, 510, 530, "checkpoint"),
+                (1, 530, 550, "init"),
+                (1, 550, 850, "productive"),
+                (1, 850, 900, "other"),
+            ],
+        ),
+        (
+            "nosteps",
+            [
+                (0, 0, 100, "productive"),
+                (0, 100, 110, "checkpoint"),
+                (0, 110, 300, "wasted"),
+                (0, 300, 360, "recovery"),
+                (1, 360, 600, "productive"),
+                (1, 600, 620, "other"),
+            ],
+        ),
     ],
 )
 def test_segments_timeline(computed, job_id, timeline):
@@ -161,11 +196,14 @@ def test_recovery_and_released_tail_hold_no_gpus(computed):
 
 def test_running_job_ends_at_the_data_horizon(con):
     # Steps 1..10 end at 20..110; the newest timestamp in the store is 110, the provisional end.
-    load(con, {
-        "jobs": [job("live", start=0, end=None, state="running")],
-        "job_attempts": [attempt("live", 0, start=0, end=None, state="running")],
-        "rank_steps": steps("live", 0, first_end=20, step_s=10, count=10),
-    })
+    load(
+        con,
+        {
+            "jobs": [job("live", start=0, end=None, state="running")],
+            "job_attempts": [attempt("live", 0, start=0, end=None, state="running")],
+            "rank_steps": steps("live", 0, first_end=20, step_s=10, count=10),
+        },
+    )
     compute_with_node_states(con, Settings())
     row = con.execute(
         "SELECT wall_s, productive_s, init_s, other_s, is_running FROM job_goodput"
@@ -178,17 +216,24 @@ def test_running_job_waiting_for_requeue(con):
     # Attempt 0 [0,110) failed with no save: steps 1..10 [10,110) wasted, init [0,10). The job is
     # still running (waiting for a requeue); the data horizon is 200 (a node condition sample),
     # so [110,200) is recovery.
-    load(con, {
-        "jobs": [job("requeue", start=0, end=None, state="running")],
-        "job_attempts": [attempt("requeue", 0, start=0, end=110, state="failed")],
-        "rank_steps": steps("requeue", 0, first_end=20, step_s=10, count=10),
-        "node_conditions": [{"ts": at(200), "node": "n1", "condition": "Ready", "status": "True"}],
-    })
+    load(
+        con,
+        {
+            "jobs": [job("requeue", start=0, end=None, state="running")],
+            "job_attempts": [attempt("requeue", 0, start=0, end=110, state="failed")],
+            "rank_steps": steps("requeue", 0, first_end=20, step_s=10, count=10),
+            "node_conditions": [
+                {"ts": at(200), "node": "n1", "condition": "Ready", "status": "True"}
+            ],
+        },
+    )
     compute_with_node_states(con, Settings())
     row = con.execute(
         "SELECT wall_s, productive_s, init_s, wasted_s, recovery_s, other_s, is_running FROM job_goodput"
     ).fetchall()
-    assert row == [(Decimal(200), Decimal(0), Decimal(10), Decimal(100), Decimal(90), Decimal(0), True)]
+    assert row == [
+        (Decimal(200), Decimal(0), Decimal(10), Decimal(100), Decimal(90), Decimal(0), True)
+    ]
 
 
 # Program startup overlapping a checkpoint. Each job: one succeeded 2-GPU attempt [0,200); step 1
@@ -212,22 +257,32 @@ STARTUP_CASES = [
 def startup_computed(tmp_path_factory):
     con = open_store(Path(tmp_path_factory.mktemp("startup")) / "fleet.duckdb")
     cases = [(job_id, ck) for job_id, ck, _ in STARTUP_CASES]
-    load(con, {
-        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
-        "jobs": [job(j, start=0, end=200, state="succeeded") for j, _ in cases],
-        "job_attempts": [attempt(j, 0, start=0, end=200, state="succeeded") for j, _ in cases],
-        "rank_steps": [row for j, _ in cases
-                       for row in steps(j, 0, first_end=100, step_s=10, count=11, first_step_s=100)],
-        "checkpoints": [checkpoint(j, 0, 1, kind, start=start, duration=duration)
-                        for j, (kind, start, duration) in cases],
-    })
+    load(
+        con,
+        {
+            "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+            "jobs": [job(j, start=0, end=200, state="succeeded") for j, _ in cases],
+            "job_attempts": [attempt(j, 0, start=0, end=200, state="succeeded") for j, _ in cases],
+            "rank_steps": [
+                row
+                for j, _ in cases
+                for row in steps(j, 0, first_end=100, step_s=10, count=11, first_step_s=100)
+            ],
+            "checkpoints": [
+                checkpoint(j, 0, 1, kind, start=start, duration=duration)
+                for j, (kind, start, duration) in cases
+            ],
+        },
+    )
     compute_with_node_states(con, Settings())
     yield con
     con.close()
 
 
 @pytest.mark.parametrize("job_id, checkpoint_row, expected", STARTUP_CASES)
-def test_program_startup_is_counted_net_of_checkpoints(startup_computed, job_id, checkpoint_row, expected):
+def test_program_startup_is_counted_net_of_checkpoints(
+    startup_computed, job_id, checkpoint_row, expected
+):
     row = startup_computed.execute(
         f"SELECT {', '.join(SECONDS)} FROM job_goodput WHERE job_id = ?", [job_id]
     ).fetchall()[0]

@@ -17,18 +17,23 @@ INTERNAL = {"start_us", "end_us"}  # epoch microseconds beside start_ts / end_ts
 @pytest.fixture(scope="module")
 def computed(tmp_path_factory):
     con = open_store(tmp_path_factory.mktemp("docs") / "fleet.duckdb")
-    load(con, {
-        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
-        "jobs": [job("j", start=0, end=100, state="succeeded")],
-        "job_attempts": [attempt("j", 0, start=0, end=100, state="succeeded")],
-        "rank_steps": steps("j", 0, first_end=20, step_s=10, count=5),
-    })
+    load(
+        con,
+        {
+            "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+            "jobs": [job("j", start=0, end=100, state="succeeded")],
+            "job_attempts": [attempt("j", 0, start=0, end=100, state="succeeded")],
+            "rank_steps": steps("j", 0, first_end=20, step_s=10, count=5),
+        },
+    )
     compute_with_node_states(con, Settings(), [("n1", 0, 100, "available")])
     yield con
     con.close()
 
 
-@pytest.mark.parametrize("table", ["goodput_segments", "job_goodput", "rank_slowdown", "goodput_stack"])
+@pytest.mark.parametrize(
+    "table", ["goodput_segments", "job_goodput", "rank_slowdown", "goodput_stack"]
+)
 def test_every_column_is_documented(computed, table):
     text = DOCS.read_text()
     columns = [c[0] for c in computed.execute(f"SELECT * FROM {table} LIMIT 0").description]

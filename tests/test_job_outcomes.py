@@ -23,8 +23,18 @@ from tests.fleets import (
     tiny_fleet,
 )
 
-JOB_COLUMNS = ("final_state", "eligible", "succeeded", "failure_class", "crash_loop", "attempts", "num_gpus",
-               "gpu_hours", "first_attempt_succeeded", "implicated_nodes")
+JOB_COLUMNS = (
+    "final_state",
+    "eligible",
+    "succeeded",
+    "failure_class",
+    "crash_loop",
+    "attempts",
+    "num_gpus",
+    "gpu_hours",
+    "first_attempt_succeeded",
+    "implicated_nodes",
+)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +93,12 @@ def test_job_outcomes(fleet_con, job_id, expected):
 @pytest.mark.parametrize(
     ("job_id", "attempt", "failure_class", "hardware_signal"),
     [
-        ("j-hw", 0, "hardware",
-         "n2 XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 1; n2 unavailable: Ready=False (KubeletNotReady)"),
+        (
+            "j-hw",
+            0,
+            "hardware",
+            "n2 XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS) on gpu 1; n2 unavailable: Ready=False (KubeletNotReady)",
+        ),
         # node_fail is hardware; n1's stale Ready is missing evidence, not a hardware signal
         ("j-retry", 0, "hardware", "node_fail reported by the scheduler"),
         ("j-retry", 1, None, None),
@@ -109,7 +123,9 @@ def test_success_rate_from_the_eligible_jobs(fleet_con):
         "sum(gpu_hours) FILTER (WHERE succeeded) / sum(gpu_hours) FROM job_outcomes WHERE eligible"
     ).fetchall()[0]
     assert rate == pytest.approx(2 / 8)
-    assert weighted == pytest.approx((4 + 4 / 3) / (1.3 + 52 / 60 + 4 + 4 / 3 + 2 / 3 + 1 / 3 + 1 / 3 + 1 / 3))
+    assert weighted == pytest.approx(
+        (4 + 4 / 3) / (1.3 + 52 / 60 + 4 + 4 / 3 + 2 / 3 + 1 / 3 + 1 / 3 + 1 / 3)
+    )
 
 
 @pytest.mark.parametrize(
@@ -127,7 +143,9 @@ def test_failure_settings(con, settings, job_id, failure_class, crash_loop):
     tiny_fleet().load(con)
     insert_anomalies(con, [])
     compute_availability(con, Settings(failures=settings))
-    row = con.execute("SELECT failure_class, crash_loop FROM job_outcomes WHERE job_id = ?", [job_id]).fetchall()
+    row = con.execute(
+        "SELECT failure_class, crash_loop FROM job_outcomes WHERE job_id = ?", [job_id]
+    ).fetchall()
     assert row == [(failure_class, crash_loop)]
 
 
@@ -142,11 +160,18 @@ def test_failure_settings(con, settings, job_id, failure_class, crash_loop):
 )
 def test_a_hardware_anomaly_implicates_the_node(con, kind, failure_class):
     tiny_fleet().load(con)
-    anomaly = throttling_anomaly() | {"node": "n1", "kind": kind, "severity": "critical",
-                                      "start_ts": at("00:25"), "end_ts": None}
+    anomaly = throttling_anomaly() | {
+        "node": "n1",
+        "kind": kind,
+        "severity": "critical",
+        "start_ts": at("00:25"),
+        "end_ts": None,
+    }
     insert_anomalies(con, [anomaly])
     compute_availability(con)
-    row = con.execute("SELECT failure_class FROM attempt_outcomes WHERE job_id = 'j-crash' AND attempt = 2").fetchall()
+    row = con.execute(
+        "SELECT failure_class FROM attempt_outcomes WHERE job_id = 'j-crash' AND attempt = 2"
+    ).fetchall()
     assert row == [(failure_class,)]
 
 
@@ -159,27 +184,64 @@ def test_xid_catalogue_classes():
         assert rows[code]["class"] == "hardware", code
     assert {r["class"] for r in rows.values()} <= {"hardware", "driver", "application"}
     assert {r["severity"] for r in rows.values()} <= {"info", "warn", "critical"}
-    assert {r["action"] for r in rows.values()} <= {"watch", "cordon", "drain", "reset_gpu", "reboot", "replace"}
+    assert {r["action"] for r in rows.values()} <= {
+        "watch",
+        "cordon",
+        "drain",
+        "reset_gpu",
+        "reboot",
+        "replace",
+    }
 
 
 def test_a_job_without_attempt_rows_is_one_attempt(con):
     f = Fleet()
-    f.add("jobs", [{"job_id": "solo", "num_gpus": 8, "state": "timeout", "start_ts": at("22:00"),
-                    "end_ts": at("23:00"), "exit_code": None},
-                   {"job_id": "queued", "num_gpus": 8, "state": "cancelled", "start_ts": None,
-                    "end_ts": at("23:00"), "exit_code": None}])
+    f.add(
+        "jobs",
+        [
+            {
+                "job_id": "solo",
+                "num_gpus": 8,
+                "state": "timeout",
+                "start_ts": at("22:00"),
+                "end_ts": at("23:00"),
+                "exit_code": None,
+            },
+            {
+                "job_id": "queued",
+                "num_gpus": 8,
+                "state": "cancelled",
+                "start_ts": None,
+                "end_ts": at("23:00"),
+                "exit_code": None,
+            },
+        ],
+    )
     f.load(con)
     insert_anomalies(con, [])
     compute_availability(con)
-    rows = con.execute("SELECT job_id, failure_class, attempts, gpu_hours FROM job_outcomes ORDER BY job_id").fetchall()
+    rows = con.execute(
+        "SELECT job_id, failure_class, attempts, gpu_hours FROM job_outcomes ORDER BY job_id"
+    ).fetchall()
     # timeout: user, 8 GPUs x 1 h; cancelled before it started: user, no attempt, no GPU-hours.
     assert rows == [("queued", "user", 0, 0.0), ("solo", "user", 1, 8.0)]
 
 
-SUCCESS_COLUMNS = ("eligible_jobs", "succeeded_jobs", "success_ratio", "first_attempt_success_ratio",
-                   "failed_jobs_hardware", "failed_jobs_infrastructure", "failed_jobs_user", "failed_jobs_software",
-                   "failed_jobs_unknown", "crash_loop_jobs", "interruptions", "allocated_gpu_days",
-                   "interruptions_per_1k_gpu_days")
+SUCCESS_COLUMNS = (
+    "eligible_jobs",
+    "succeeded_jobs",
+    "success_ratio",
+    "first_attempt_success_ratio",
+    "failed_jobs_hardware",
+    "failed_jobs_infrastructure",
+    "failed_jobs_user",
+    "failed_jobs_software",
+    "failed_jobs_unknown",
+    "crash_loop_jobs",
+    "interruptions",
+    "allocated_gpu_days",
+    "interruptions_per_1k_gpu_days",
+)
 
 
 @pytest.mark.parametrize(
@@ -189,14 +251,24 @@ SUCCESS_COLUMNS = ("eligible_jobs", "succeeded_jobs", "success_ratio", "first_at
         # class: hardware j-hw, infrastructure j-evict, user j-oom, software j-crash + j-app, unknown j-noexit.
         # Interruptions (ended, not succeeded, not cancelled): j-hw 1 + j-crash 3 + j-pre 1 + j-retry 1 +
         # j-oom 1 + j-noexit 1 + j-app 1 + j-evict 1 = 10. Allocated: 40200 GPU-s = 0.465278 GPU-days.
-        ("2026-11-23 00:00", "2026-11-25 00:00",
-         (8, 2, 0.25, 1 / 8, 1, 1, 1, 2, 1, 1, 10, 40200 / 86400, 10 / (40200 / 86400) * 1000)),
+        (
+            "2026-11-23 00:00",
+            "2026-11-25 00:00",
+            (8, 2, 0.25, 1 / 8, 1, 1, 1, 2, 1, 1, 10, 40200 / 86400, 10 / (40200 / 86400) * 1000),
+        ),
         # Tuesday 00:00-01:00: jobs ending inside are j-hw (00:29) and j-crash (00:30); 4 interrupted attempts.
         # GPU-minutes inside: j-hw 2 x 29 + j-crash 2 x 26 + j-ok 4 x 20 = 190 = 190 / 1440 GPU-days.
-        ("2026-11-24 00:00", "2026-11-24 01:00",
-         (2, 0, 0.0, 0.0, 1, 0, 0, 1, 0, 1, 4, 190 / 1440, 4 / (190 / 1440) * 1000)),
+        (
+            "2026-11-24 00:00",
+            "2026-11-24 01:00",
+            (2, 0, 0.0, 0.0, 1, 0, 0, 1, 0, 1, 4, 190 / 1440, 4 / (190 / 1440) * 1000),
+        ),
         # A window with no job: rates are NULL, not zero.
-        ("2026-12-01 00:00", "2026-12-02 00:00", (0, 0, None, None, 0, 0, 0, 0, 0, 0, 0, 0.0, None)),
+        (
+            "2026-12-01 00:00",
+            "2026-12-02 00:00",
+            (0, 0, None, None, 0, 0, 0, 0, 0, 0, 0, 0.0, None),
+        ),
     ],
 )
 def test_job_success_over_a_window(fleet_con, start, end, expected):
@@ -204,8 +276,10 @@ def test_job_success_over_a_window(fleet_con, start, end, expected):
 
     from pipelines.sql import query_pl
 
-    window = {"start": datetime.fromisoformat(start).replace(tzinfo=UTC),
-              "end": datetime.fromisoformat(end).replace(tzinfo=UTC)}
+    window = {
+        "start": datetime.fromisoformat(start).replace(tzinfo=UTC),
+        "end": datetime.fromisoformat(end).replace(tzinfo=UTC),
+    }
     row = query_pl(fleet_con, "metrics/job_success", window).select(SUCCESS_COLUMNS).rows()
     assert row == [pytest.approx(expected)]
 
@@ -221,7 +295,9 @@ def test_job_success_over_a_window(fleet_con, start, end, expected):
         (("00:12", "00:20", "timeout", None, ["n1"]), "user"),
     ],
 )
-def test_a_job_takes_its_final_attempts_class_never_an_earlier_one(con, final_attempt, expected_class):
+def test_a_job_takes_its_final_attempts_class_never_an_earlier_one(
+    con, final_attempt, expected_class
+):
     f = Fleet()
     f.node("n1", "c1")
     f.job("j", 2, "failed", [("00:00", "00:10", "failed", 1, ["n1"]), final_attempt], exit_code=1)
@@ -273,7 +349,8 @@ def test_failure_classes_first_match_wins(con, job_id, failure_class, fleet_fail
     insert_anomalies(con, [])
     compute_availability(con)
     row = con.execute(
-        "SELECT failure_class, fleet_failure, cause FROM attempt_outcomes WHERE job_id = ?", [job_id]
+        "SELECT failure_class, fleet_failure, cause FROM attempt_outcomes WHERE job_id = ?",
+        [job_id],
     ).fetchall()
     assert row == [(failure_class, fleet_failure, cause)]
 
@@ -289,26 +366,48 @@ def test_the_report_and_the_dashboard_count_only_fleet_failures_by_one_cause(con
     insert_anomalies(con, [])
     compute_availability(con, with_goodput=True)  # attempt_clusters
     week = {"week_start": date(2026, 11, 23), "cluster": "*"}
-    app_week = {"week_start": datetime(2026, 11, 23, tzinfo=UTC),
-                "week_end": datetime(2026, 11, 30, tzinfo=UTC), "cluster": "*"}
-    fleet = [("hardware", "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)", 1, 1.0),
-             ("infrastructure", "node unknown", 1, 1.0)]
+    app_week = {
+        "week_start": datetime(2026, 11, 23, tzinfo=UTC),
+        "week_end": datetime(2026, 11, 30, tzinfo=UTC),
+        "cluster": "*",
+    }
+    fleet = [
+        ("hardware", "XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS)", 1, 1.0),
+        ("infrastructure", "node unknown", 1, 1.0),
+    ]
     report = query_pl(con, "report/failures", week).sort("failure_class")
     assert report.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
     dashboard = query_pl(con, "app/failure_pareto", app_week).sort("failure_class")
     assert dashboard.select("failure_class", "cause", "attempts", "gpu_h").rows() == fleet
     apart = [("infrastructure", "preempted", 1), ("user", "cancelled", 1)]
-    assert query_pl(con, "report/not_failures", week).sort("failure_class").select(
-        "failure_class", "cause", "attempts").rows() == apart
-    assert query_pl(con, "app/not_failures", app_week).sort("failure_class").select(
-        "failure_class", "cause", "attempts").rows() == apart
+    assert (
+        query_pl(con, "report/not_failures", week)
+        .sort("failure_class")
+        .select("failure_class", "cause", "attempts")
+        .rows()
+        == apart
+    )
+    assert (
+        query_pl(con, "app/not_failures", app_week)
+        .sort("failure_class")
+        .select("failure_class", "cause", "attempts")
+        .rows()
+        == apart
+    )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
-    states=st.lists(st.sampled_from(["failed", "node_fail", "cancelled", "timeout", "oom", "preempted"]),
-                    min_size=1, max_size=4),
-    xid=st.booleans(), ready_false=st.booleans(), gpu_gap=st.booleans(),
+    states=st.lists(
+        st.sampled_from(["failed", "node_fail", "cancelled", "timeout", "oom", "preempted"]),
+        min_size=1,
+        max_size=4,
+    ),
+    xid=st.booleans(),
+    ready_false=st.booleans(),
+    gpu_gap=st.booleans(),
 )
 def test_user_and_policy_attempts_are_never_fleet_failures(con, states, xid, ready_false, gpu_gap):
     # Whatever evidence surrounds the 00:30 end on nA (XID 79, Ready=False, a silent GPU), an attempt
@@ -320,21 +419,35 @@ def test_user_and_policy_attempts_are_never_fleet_failures(con, states, xid, rea
     everything = minutes(START, HORIZON)
     bad = set(minutes(at("00:29"), at("00:59"))) if ready_false else set()
     gap = set(minutes(at("00:10"), at("00:40"))) if gpu_gap else set()
-    healthy_node(f, "nA", "c1", ready=[t for t in everything if t not in bad],
-                 gpu1=[t for t in everything if t not in gap])
+    healthy_node(
+        f,
+        "nA",
+        "c1",
+        ready=[t for t in everything if t not in bad],
+        gpu1=[t for t in everything if t not in gap],
+    )
     if bad:
         f.condition("nA", "Ready", sorted(bad), "False", "KubeletNotReady")
     if xid:
         f.xid("nA", 1, at("00:28"), 79)
     for i, state in enumerate(states):
-        f.job(f"j{i}", 2, state, [("00:00", "00:30", state, 1 if state == "failed" else None, ["nA"])],
-              exit_code=1 if state == "failed" else None)
-    con.execute("DELETE FROM jobs; DELETE FROM job_attempts; DELETE FROM node_conditions; "
-                "DELETE FROM gpu_samples; DELETE FROM gpu_events; DELETE FROM nodes")
+        f.job(
+            f"j{i}",
+            2,
+            state,
+            [("00:00", "00:30", state, 1 if state == "failed" else None, ["nA"])],
+            exit_code=1 if state == "failed" else None,
+        )
+    con.execute(
+        "DELETE FROM jobs; DELETE FROM job_attempts; DELETE FROM node_conditions; "
+        "DELETE FROM gpu_samples; DELETE FROM gpu_events; DELETE FROM nodes"
+    )
     f.load(con)
     insert_anomalies(con, [])
     compute_availability(con)
-    rows = con.execute("SELECT state, failure_class, fleet_failure FROM attempt_outcomes").fetchall()
+    rows = con.execute(
+        "SELECT state, failure_class, fleet_failure FROM attempt_outcomes"
+    ).fetchall()
     assert len(rows) == len(states)
     for state, failure_class, fleet_failure in rows:
         if state in ("cancelled", "timeout", "oom"):

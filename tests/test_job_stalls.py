@@ -12,24 +12,67 @@ from pipelines.compute import compute
 from pipelines.config import Settings
 from tests.detect_fleet import T0, Fleet, at
 
-HUNG = {"DCGM_FI_DEV_GPU_UTIL": 100.0, "DCGM_FI_DEV_POWER_USAGE": 80.0, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0}
+HUNG = {
+    "DCGM_FI_DEV_GPU_UTIL": 100.0,
+    "DCGM_FI_DEV_POWER_USAGE": 80.0,
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0,
+}
 
 
-def add_job(fleet: Fleet, job_id: str, node: str, end_min: float, state: str,
-            step_ends_s: list[float] | None = None) -> None:
+def add_job(
+    fleet: Fleet,
+    job_id: str,
+    node: str,
+    end_min: float,
+    state: str,
+    step_ends_s: list[float] | None = None,
+) -> None:
     """An 8-GPU job on `node` from T0 to T0 + end_min; ranks 0-7 log a step ending at each of
     `step_ends_s` (seconds after T0, 10 s steps) when given."""
     end = at(end_min)
-    fleet.jobs.append({"job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
-                       "submit_ts": T0, "start_ts": T0, "end_ts": end, "num_gpus": 8, "state": state,
-                       "exit_code": 0 if state == "succeeded" else 134, "reason": None})
-    fleet.attempts.append({"job_id": job_id, "attempt": 0, "start_ts": T0, "end_ts": end, "state": state,
-                           "exit_code": 0 if state == "succeeded" else 134, "reason": None, "nodes": [node]})
+    fleet.jobs.append(
+        {
+            "job_id": job_id,
+            "name": job_id,
+            "user": "u",
+            "team": "t",
+            "queue": "q",
+            "submit_ts": T0,
+            "start_ts": T0,
+            "end_ts": end,
+            "num_gpus": 8,
+            "state": state,
+            "exit_code": 0 if state == "succeeded" else 134,
+            "reason": None,
+        }
+    )
+    fleet.attempts.append(
+        {
+            "job_id": job_id,
+            "attempt": 0,
+            "start_ts": T0,
+            "end_ts": end,
+            "state": state,
+            "exit_code": 0 if state == "succeeded" else 134,
+            "reason": None,
+            "nodes": [node],
+        }
+    )
     for step, end_s in enumerate(step_ends_s or []):
         for rank in range(8):
-            fleet.steps.append({"job_id": job_id, "attempt": 0, "step": step, "rank": rank, "node": node,
-                                "gpu": rank, "end_ts": T0 + dt.timedelta(seconds=end_s), "step_s": 10.0,
-                                "compute_s": 9.0})
+            fleet.steps.append(
+                {
+                    "job_id": job_id,
+                    "attempt": 0,
+                    "step": step,
+                    "rank": rank,
+                    "node": node,
+                    "gpu": rank,
+                    "end_ts": T0 + dt.timedelta(seconds=end_s),
+                    "step_s": 10.0,
+                    "compute_s": 9.0,
+                }
+            )
 
 
 def stalls(con, fleet: Fleet) -> list[dict]:
@@ -66,16 +109,34 @@ def test_stall_from_step_logs(con, step_ends, state, end_min, checkpoint, expect
     fleet = Fleet(minutes=2)
     add_job(fleet, "j1", "n1", end_min, state, step_ends)
     if checkpoint:
-        fleet.checkpoints.append({"job_id": "j1", "attempt": 0, "step": 99, "kind": "save",
-                                  "start_ts": T0 + dt.timedelta(seconds=checkpoint[0]),
-                                  "duration_s": checkpoint[1]})
+        fleet.checkpoints.append(
+            {
+                "job_id": "j1",
+                "attempt": 0,
+                "step": 99,
+                "kind": "save",
+                "start_ts": T0 + dt.timedelta(seconds=checkpoint[0]),
+                "duration_s": checkpoint[1],
+            }
+        )
     rows = stalls(con, fleet)
-    got = [((r["start_ts"] - T0).total_seconds(), (r["end_ts"] - T0).total_seconds(),
-            json.loads(r["evidence"])["stalled_s"], json.loads(r["evidence"])["wasted_gpu_h"]) for r in rows]
+    got = [
+        (
+            (r["start_ts"] - T0).total_seconds(),
+            (r["end_ts"] - T0).total_seconds(),
+            json.loads(r["evidence"])["stalled_s"],
+            json.loads(r["evidence"])["wasted_gpu_h"],
+        )
+        for r in rows
+    ]
     assert got == expected
     for r in rows:
         evidence = json.loads(r["evidence"])
-        assert (r["entity_type"], evidence["source"], evidence["cause"]) == ("job", "step_logs", "software")
+        assert (r["entity_type"], evidence["source"], evidence["cause"]) == (
+            "job",
+            "step_logs",
+            "software",
+        )
 
 
 def test_failed_stall_is_wasted_goodput(con):
@@ -85,15 +146,23 @@ def test_failed_stall_is_wasted_goodput(con):
     add_job(fleet, "j1", "n1", 77, "failed", ends(60, 300))
     stalls(con, fleet)
     # (no checkpoint: the steps before it are wasted too, so count the wasted time inside the stall)
-    wasted_in_stall = con.execute("""
+    wasted_in_stall = con.execute(
+        """
         SELECT sum(epoch(least(end_ts, $t1) - greatest(start_ts, $t0))) FROM goodput_segments
         WHERE category = 'wasted' AND start_ts < $t1 AND end_ts > $t0""",
-                                  {"t0": T0 + dt.timedelta(seconds=3050),
-                                   "t1": T0 + dt.timedelta(seconds=4620)}).fetchall()[0][0]
+        {"t0": T0 + dt.timedelta(seconds=3050), "t1": T0 + dt.timedelta(seconds=4620)},
+    ).fetchall()[0][0]
     assert float(wasted_in_stall) == pytest.approx(1570.0)
-    total, wall = con.execute("SELECT sum(duration_s), 4620 FROM goodput_segments WHERE job_id = 'j1'").fetchall()[0]
+    total, wall = con.execute(
+        "SELECT sum(duration_s), 4620 FROM goodput_segments WHERE job_id = 'j1'"
+    ).fetchall()[0]
     assert float(total) == wall
-    assert con.execute("SELECT count(*) FROM goodput_segments WHERE category = 'other'").fetchall()[0][0] == 0
+    assert (
+        con.execute("SELECT count(*) FROM goodput_segments WHERE category = 'other'").fetchall()[0][
+            0
+        ]
+        == 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -117,10 +186,19 @@ def test_stall_from_gpu_telemetry(con, levels, minutes, state, expected):
         for metric, value in levels.items():
             fleet.set("n2", gpu, metric, {i: value for i in minutes})
     rows = stalls(con, fleet)
-    got = [((r["start_ts"] - T0).total_seconds() / 60, (r["end_ts"] - T0).total_seconds() / 60,
-            (json.loads(r["evidence"])["detected_at"]), r["score"]) for r in rows]
+    got = [
+        (
+            (r["start_ts"] - T0).total_seconds() / 60,
+            (r["end_ts"] - T0).total_seconds() / 60,
+            (json.loads(r["evidence"])["detected_at"]),
+            r["score"],
+        )
+        for r in rows
+    ]
     assert [(a, b, d) for a, b, _, d in got] == [(a, b, d) for a, b, _, d in expected]
-    assert [dt.datetime.fromisoformat(x) for _, _, x, _ in got] == [at(c) for _, _, c, _ in expected]
+    assert [dt.datetime.fromisoformat(x) for _, _, x, _ in got] == [
+        at(c) for _, _, c, _ in expected
+    ]
 
 
 def test_stall_explained_by_hardware(con):
@@ -131,8 +209,18 @@ def test_stall_explained_by_hardware(con):
     for gpu in range(8):
         for metric, value in HUNG.items():
             fleet.set("n2", gpu, metric, {i: value for i in range(30, 60)})
-    fleet.events.append({"ts": at(55), "node": "n2", "gpu": 3, "uuid": "GPU-n2-3", "kind": "xid", "code": 79,
-                         "message": "GPU has fallen off the bus", "source": "dcgm"})
+    fleet.events.append(
+        {
+            "ts": at(55),
+            "node": "n2",
+            "gpu": 3,
+            "uuid": "GPU-n2-3",
+            "kind": "xid",
+            "code": 79,
+            "message": "GPU has fallen off the bus",
+            "source": "dcgm",
+        }
+    )
     rows = stalls(con, fleet)
     assert len(rows) == 1
     evidence = json.loads(rows[0]["evidence"])

@@ -38,18 +38,24 @@ def test_a_detector_file_no_list_names_is_an_error(monkeypatch, tmp_path: Path):
 
 def test_a_registered_detector_without_a_file_is_an_error(monkeypatch):
     monkeypatch.setattr(detectors, "SQL_DETECTORS", (*detectors.SQL_DETECTORS, "gone"))
-    with pytest.raises(GpufleetError, match=r"`gone` is registered but `queries/detect/gone\.sql` does not"):
+    with pytest.raises(
+        GpufleetError, match=r"`gone` is registered but `queries/detect/gone\.sql` does not"
+    ):
         detectors.check_detect_files()
 
 
 def test_compute_stops_at_its_start_when_a_detector_would_not_run(monkeypatch, con):
     # `peers` left out of the list: its file is then not run.
-    monkeypatch.setattr(detectors, "SQL_DETECTORS", tuple(n for n in detectors.SQL_DETECTORS if n != "peers"))
+    monkeypatch.setattr(
+        detectors, "SQL_DETECTORS", tuple(n for n in detectors.SQL_DETECTORS if n != "peers")
+    )
     with pytest.raises(GpufleetError, match=r"queries/detect/peers\.sql` is not run"):
         compute(con, Settings(), force=True)
     # Nothing was built or logged.
     assert con.execute("SELECT count(*) FROM compute_log").fetchall() == [(0,)]
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    tables = {
+        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
     assert "weekly_summary" not in tables
 
 
@@ -73,5 +79,7 @@ def test_derived_tables_are_the_compute_steps_that_build_a_table():
     assert "anomaly_follow_up" not in DERIVED_TABLES
     assert DERIVED_TABLES[0] == "xid_catalogue" and DERIVED_TABLES[-1] == "weekly_summary"
     sql_steps = set(DERIVED_TABLES) - {"rank_slowdown", "anomalies"}
-    missing = [name for name in sql_steps if not (queries_dir() / "derived" / f"{name}.sql").is_file()]
+    missing = [
+        name for name in sql_steps if not (queries_dir() / "derived" / f"{name}.sql").is_file()
+    ]
     assert missing == []

@@ -28,28 +28,36 @@ def at(hour: int, minute: int = 0) -> datetime:
 
 # gpu 0's NVLink bandwidth counter (MiB): one sample per 15-minute bucket, its last value
 NVLINK_SAMPLES = [
-    (at(-1, 50), 1_000.0),   # the bucket before the week: only the start of the first step
-    (at(0, 5), 4_600.0),     # +3,600
-    (at(0, 20), 8_200.0),    # +3,600
-    (at(0, 35), 11_800.0),   # +3,600
-    (at(0, 50), 15_400.0),   # +3,600 -> hour 0: 14,400 MiB = 4 MiB/s
-    (at(1, 5), 720.0),       # reset (GPU reset): the new value, +720, never -14,680
-    (at(1, 20), 1_440.0),    # +720 -> hour 1: 1,440 MiB = 0.4 MiB/s
+    (at(-1, 50), 1_000.0),  # the bucket before the week: only the start of the first step
+    (at(0, 5), 4_600.0),  # +3,600
+    (at(0, 20), 8_200.0),  # +3,600
+    (at(0, 35), 11_800.0),  # +3,600
+    (at(0, 50), 15_400.0),  # +3,600 -> hour 0: 14,400 MiB = 4 MiB/s
+    (at(1, 5), 720.0),  # reset (GPU reset): the new value, +720, never -14,680
+    (at(1, 20), 1_440.0),  # +720 -> hour 1: 1,440 MiB = 0.4 MiB/s
 ]
 # nic_links_up, one sample every 20 minutes; the node expects 4 links
 NIC_SAMPLES = [
-    (at(0, 0), 4.0), (at(0, 20), 3.0), (at(0, 40), 4.0),  # hour 0: fewest 3, most 4
-    (at(1, 0), 4.0), (at(1, 20), 4.0), (at(1, 40), 4.0),  # hour 1: 4 all hour
-    (at(2, 0), 2.0),                                      # hour 2: 2
+    (at(0, 0), 4.0),
+    (at(0, 20), 3.0),
+    (at(0, 40), 4.0),  # hour 0: fewest 3, most 4
+    (at(1, 0), 4.0),
+    (at(1, 20), 4.0),
+    (at(1, 40), 4.0),  # hour 1: 4 all hour
+    (at(2, 0), 2.0),  # hour 2: 2
 ]
 
 
 @pytest.fixture
 def con(tmp_path: Path):
     connection = open_store(tmp_path / "fleet.duckdb")
-    connection.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)",
-                           [(t, NVLINK, v) for t, v in NVLINK_SAMPLES])
-    connection.executemany("INSERT INTO node_samples VALUES ('c1', ?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES)
+    connection.executemany(
+        "INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)",
+        [(t, NVLINK, v) for t, v in NVLINK_SAMPLES],
+    )
+    connection.executemany(
+        "INSERT INTO node_samples VALUES ('c1', ?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES
+    )
     connection.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 4)")
     execute(connection, "derived/gpu_samples_15m")
     yield connection
@@ -60,7 +68,7 @@ def con(tmp_path: Path):
     ("hour", "increase", "mib_per_s"),
     [
         (0, 14_400.0, 4.0),  # four steps of 3,600 MiB in 3,600 s
-        (1, 1_440.0, 0.4),   # the reset counts as the new value (720), then +720
+        (1, 1_440.0, 0.4),  # the reset counts as the new value (720), then +720
     ],
 )
 def test_nvlink_traffic_hourly(con, hour: int, increase: float, mib_per_s: float) -> None:
@@ -83,7 +91,12 @@ def test_nic_links_hourly(con, hour: int, fewest: float, most: float, samples: i
     frame = query_pl(con, "app/node_nic_links", {**WEEK, "bucket_s": 3600})
     rows = {r["bucket_ts"]: r for r in frame.iter_rows(named=True)}
     row = rows[at(hour)]
-    assert (row["links_min"], row["links_max"], row["samples"], row["expected"]) == (fewest, most, samples, 4)
+    assert (row["links_min"], row["links_max"], row["samples"], row["expected"]) == (
+        fewest,
+        most,
+        samples,
+        4,
+    )
 
 
 # ---------------------------------------------------------------- the node page
@@ -97,16 +110,27 @@ def panel_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     """The app fixture plus two hours of NVLink traffic on gpu 3 and a link down for an hour."""
     db = build_app_db(tmp_path_factory.mktemp("links") / "fleet.duckdb")
     con = duckdb.connect(str(db))
-    expected, cluster = con.execute("SELECT nic_expected, cluster FROM nodes WHERE node = ?", [PANEL_NODE]).fetchone()
+    expected, cluster = con.execute(
+        "SELECT nic_expected, cluster FROM nodes WHERE node = ?", [PANEL_NODE]
+    ).fetchone()
     if expected is None:
         con.execute("UPDATE nodes SET nic_expected = 4 WHERE node = ?", [PANEL_NODE])
         expected = 4
     # 36,000 MiB per 15 minutes = 40 MiB/s
-    con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, 3, 'GPU-x', ?, ?)",
-                    [(cluster, T0 + timedelta(minutes=15 * i), PANEL_NODE, NVLINK, 36_000.0 * i) for i in range(9)])
-    con.executemany("INSERT INTO node_samples VALUES (?, ?, ?, 'nic_links_up', ?)",
-                    [(cluster, T0 + timedelta(minutes=30 * i), PANEL_NODE, float(expected - (i == 2)))
-                     for i in range(6)])
+    con.executemany(
+        "INSERT INTO gpu_samples VALUES (?, ?, ?, 3, 'GPU-x', ?, ?)",
+        [
+            (cluster, T0 + timedelta(minutes=15 * i), PANEL_NODE, NVLINK, 36_000.0 * i)
+            for i in range(9)
+        ],
+    )
+    con.executemany(
+        "INSERT INTO node_samples VALUES (?, ?, ?, 'nic_links_up', ?)",
+        [
+            (cluster, T0 + timedelta(minutes=30 * i), PANEL_NODE, float(expected - (i == 2)))
+            for i in range(6)
+        ],
+    )
     execute(con, "derived/gpu_samples_15m")
     con.close()
     monkeypatch.setenv("GPUFLEET_DB", str(db))
@@ -127,6 +151,8 @@ def test_node_page_shows_nvlink_and_network_panels(panel_db: Path) -> None:
     links = figures["Network links up (InfiniBand / EFA)"]
     fewest = next(t for t in links["data"] if t["name"] == "fewest up")
     assert min(values(fewest["y"])) == float(
-        duckdb.connect(str(panel_db), read_only=True).execute(
-            "SELECT nic_expected - 1 FROM nodes WHERE node = ?", [PANEL_NODE]).fetchone()[0])
+        duckdb.connect(str(panel_db), read_only=True)
+        .execute("SELECT nic_expected - 1 FROM nodes WHERE node = ?", [PANEL_NODE])
+        .fetchone()[0]
+    )
     assert any("Fewer links up than expected in 1 hour(s)" in w.value for w in at_page.warning)

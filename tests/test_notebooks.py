@@ -86,6 +86,10 @@ def test_every_document_a_notebook_cites_exists(path):
 def test_the_documented_headless_run_keeps_the_output():
     # `jupyter execute NOTEBOOK` alone runs it and prints nothing: the README must save the output.
     readme = (ROOT / "README.md").read_text()
-    commands = [line for line in readme.splitlines() if "jupyter execute" in line and not line.startswith("`")]
+    commands = [
+        line
+        for line in readme.splitlines()
+        if "jupyter execute" in line and not line.startswith("`")
+    ]
     assert commands and all("--output" in c or "--inplace" in c for c in commands), commands
     assert "pip install -e '.[dev]'" in readme and "pip install 'gpufleet[dev]'" not in readme

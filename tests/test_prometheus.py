@@ -64,10 +64,30 @@ def small_fleet() -> dict[str, pl.DataFrame]:
             for i, ts in enumerate(times):
                 if node == NODES[1] and gpu == 3 and GAP[0] <= ts < GAP[1]:
                     continue
-                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_GPU_UTIL", float((i * 7 + gpu) % 101)))
-                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_GPU_TEMP", 40.0 + gpu + (i % 5) * 0.5))
+                gpu_rows.append(
+                    (
+                        ts,
+                        node,
+                        gpu,
+                        _uuid(node, gpu),
+                        "DCGM_FI_DEV_GPU_UTIL",
+                        float((i * 7 + gpu) % 101),
+                    )
+                )
+                gpu_rows.append(
+                    (
+                        ts,
+                        node,
+                        gpu,
+                        _uuid(node, gpu),
+                        "DCGM_FI_DEV_GPU_TEMP",
+                        40.0 + gpu + (i % 5) * 0.5,
+                    )
+                )
                 dbe = 1.0 if (node == NODES[0] and gpu == 2 and i >= 100) else 0.0
-                gpu_rows.append((ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dbe))
+                gpu_rows.append(
+                    (ts, node, gpu, _uuid(node, gpu), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", dbe)
+                )
     gpu_samples = pl.DataFrame(
         gpu_rows, schema=["ts", "node", "gpu", "uuid", "metric", "value"], orient="row"
     ).with_columns(pl.col("gpu").cast(pl.Int64))
@@ -83,13 +103,17 @@ def small_fleet() -> dict[str, pl.DataFrame]:
             cond_rows.append((ts, node, "MemoryPressure", "False"))
             cordoned = node == NODES[1] and 200 <= i < 230
             cond_rows.append((ts, node, "Unschedulable", "True" if cordoned else "False"))
-    node_conditions = pl.DataFrame(cond_rows, schema=["ts", "node", "condition", "status"], orient="row")
+    node_conditions = pl.DataFrame(
+        cond_rows, schema=["ts", "node", "condition", "status"], orient="row"
+    )
     ns_rows = []
     for node in NODES:
         for i, ts in enumerate(times):
             up = 6.0 if (node == NODES[0] and i >= 120) else 8.0
             ns_rows.append((ts, node, "nic_links_up", up))
-            ns_rows.append((ts, node, "nic_link_errors_total", float(i // 10 if node == NODES[0] else 0)))
+            ns_rows.append(
+                (ts, node, "nic_link_errors_total", float(i // 10 if node == NODES[0] else 0))
+            )
     node_samples = pl.DataFrame(ns_rows, schema=["ts", "node", "metric", "value"], orient="row")
     gpu_events = pl.DataFrame(
         [
@@ -168,9 +192,9 @@ def test_ingest_reproduces_the_landing_samples(con, server, fleet):
     assert _rows(con, "SELECT DISTINCT source FROM gpu_events") == {("dcgm",)}
     assert _rows(con, "SELECT * FROM nodes") == set(fleet["nodes"].rows())
     # The PCI bus id of each GPU is kept for the kernel-log ingest.
-    assert _rows(con, "SELECT pci_bus_id FROM gpu_devices WHERE node = 'gpu-node-01' AND gpu = 3") == {
-        ("0000:48:00",)
-    }
+    assert _rows(
+        con, "SELECT pci_bus_id FROM gpu_devices WHERE node = 'gpu-node-01' AND gpu = 3"
+    ) == {("0000:48:00",)}
     # Default metrics the small fleet does not have are reported, not silently ignored.
     empty = [w for w in report.warnings if "enable them in dcgm-exporter's counters file" in w]
     assert len(empty) == 1 and "`DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL`" in empty[0]
@@ -194,7 +218,9 @@ def test_second_run_fetches_only_what_is_new(con, server, fleet):
     gpu_queries = [q for q in second.queries if q.key.startswith("gpu:DCGM_FI_DEV_GPU_UTIL")]
     assert [q.start for q in gpu_queries] == [middle]
     # Only the samples after the watermark were fetched: util samples in [01:05, 02:00).
-    new_util = fleet["gpu_samples"].filter((pl.col("ts") >= middle) & (pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL"))
+    new_util = fleet["gpu_samples"].filter(
+        (pl.col("ts") >= middle) & (pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL")
+    )
     assert gpu_queries[0].samples == new_util.height
     assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
     # The XID that happened after the watermark is found once, the one before it is not repeated.
@@ -246,13 +272,24 @@ def test_server_dying_mid_ingest_leaves_the_database_as_it_was(con, tmp_path, fl
             ingest_prometheus(con, srv.url, T0, END, SETTINGS, after_chunk=kill_after_first_chunk)
     assert row_counts(con) == before
     assert read_watermarks(con, "prometheus:" + srv.url) == marks_before
-    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__stage%'").fetchall()[0][0] == 0
+    assert (
+        con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__stage%'"
+        ).fetchall()[0][0]
+        == 0
+    )
 
 
 @pytest.mark.integration
 def test_an_empty_window_is_a_clear_error(con, server):
     with pytest.raises(SourceError, match="returned no samples"):
-        ingest_prometheus(con, server.url, datetime(2020, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, 1, tzinfo=UTC), SETTINGS)
+        ingest_prometheus(
+            con,
+            server.url,
+            datetime(2020, 1, 1, tzinfo=UTC),
+            datetime(2020, 1, 1, 1, tzinfo=UTC),
+            SETTINGS,
+        )
     assert row_counts(con)["gpu_samples"] == 0
 
 
@@ -288,7 +325,10 @@ class _Flaky(BaseHTTPRequestHandler):
         if form["query"][0].endswith("ms]"):
             at = float(form["time"][0])
             labels = {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1"}
-            data = {"resultType": "matrix", "result": [{"metric": labels, "values": [[at - 30, "5"]]}]}
+            data = {
+                "resultType": "matrix",
+                "result": [{"metric": labels, "values": [[at - 30, "5"]]}],
+            }
         body = json.dumps({"status": "success", "data": data}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -315,11 +355,19 @@ def flaky():
 def test_5xx_is_retried_with_backoff_and_the_token_is_sent(con, flaky):
     url, handler = flaky
     handler.failures = 2
-    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="",
-                                  xid_last_metric="", condition_metric="", unschedulable_metric="",
-                                  retries=3, backoff_s=0.01)
-    report = ingest_prometheus(con, url, T0, T0 + timedelta(minutes=10), settings,
-                               env={"GPUFLEET_PROM_TOKEN": "s3cret"})
+    settings = PrometheusSettings(
+        gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"],
+        node_metrics={},
+        xid_count_metric="",
+        xid_last_metric="",
+        condition_metric="",
+        unschedulable_metric="",
+        retries=3,
+        backoff_s=0.01,
+    )
+    report = ingest_prometheus(
+        con, url, T0, T0 + timedelta(minutes=10), settings, env={"GPUFLEET_PROM_TOKEN": "s3cret"}
+    )
     assert handler.seen[:3] == ["Bearer s3cret"] * 3  # two 503s, then the answer
     assert row_counts(con)["gpu_samples"] == 1
     assert report.loads
@@ -330,11 +378,19 @@ def test_basic_auth_from_the_environment_and_a_401_never_shows_the_secret(con, f
     handler.failures, handler.status = 1, 401
     settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], retries=3, backoff_s=0.01)
     with pytest.raises(SourceError) as err:
-        ingest_prometheus(con, url, T0, T0 + timedelta(minutes=10), settings,
-                          env={"GPUFLEET_PROM_USER": "sre", "GPUFLEET_PROM_PASSWORD": "pa55word"})
+        ingest_prometheus(
+            con,
+            url,
+            T0,
+            T0 + timedelta(minutes=10),
+            settings,
+            env={"GPUFLEET_PROM_USER": "sre", "GPUFLEET_PROM_PASSWORD": "pa55word"},
+        )
     assert "HTTP 401" in str(err.value) and "GPUFLEET_PROM_TOKEN" in str(err.value)
     assert "pa55word" not in str(err.value)
-    assert handler.seen == ["Basic c3JlOnBhNTV3b3Jk"]  # base64("sre:pa55word"); a 401 is not retried
+    assert handler.seen == [
+        "Basic c3JlOnBhNTV3b3Jk"
+    ]  # base64("sre:pa55word"); a 401 is not retried
 
 
 def test_5xx_that_persists_is_a_source_error(con, flaky):
@@ -351,7 +407,9 @@ def test_unreachable_server_is_a_source_error(con):
 
     settings = PrometheusSettings(retries=1, backoff_s=0.01, timeout_s=2)
     with pytest.raises(SourceError, match="could not be reached"):
-        ingest_prometheus(con, f"http://user:pw@127.0.0.1:{free_port()}", T0, T0 + timedelta(hours=1), settings)
+        ingest_prometheus(
+            con, f"http://user:pw@127.0.0.1:{free_port()}", T0, T0 + timedelta(hours=1), settings
+        )
 
 
 # ------------------------------------------------- pure helpers
@@ -422,7 +480,9 @@ def test_normalise_pci_bus_id(text, expected):
 
 
 def test_redact_url_drops_credentials():
-    assert redact_url("https://sre:secret@prom.example:9090/api/") == "https://prom.example:9090/api"
+    assert (
+        redact_url("https://sre:secret@prom.example:9090/api/") == "https://prom.example:9090/api"
+    )
 
 
 def test_unknown_prometheus_setting_is_named():
@@ -441,7 +501,11 @@ def _cli(db: Path, *args: str, env: dict | None = None):
     root = Path(__file__).resolve().parent.parent
     return subprocess.run(
         [sys.executable, "-m", "pipelines", "--db", str(db), *args],
-        capture_output=True, text=True, timeout=120, cwd=root, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(root), "GPUFLEET_CONFIG": "", **(env or {})},
     )
 
@@ -451,9 +515,20 @@ def test_cli_ingest_prometheus(tmp_path, server, fleet):
     db = tmp_path / "cli.duckdb"
     config = tmp_path / "gpufleet.toml"
     config.write_text('[prometheus]\nchunk_s = 3600\ngpu_metrics = ["DCGM_FI_DEV_GPU_UTIL"]\n')
-    done = _cli(db, "--config", str(config), "ingest", "prometheus", "--url", server.url,
-                "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T02:00:00Z",
-                env={"GPUFLEET_PROM_TOKEN": "tok-123"})
+    done = _cli(
+        db,
+        "--config",
+        str(config),
+        "ingest",
+        "prometheus",
+        "--url",
+        server.url,
+        "--start",
+        "2026-11-23T00:00:00Z",
+        "--end",
+        "2026-11-23T02:00:00Z",
+        env={"GPUFLEET_PROM_TOKEN": "tok-123"},
+    )
     assert done.returncode == 0, done.stderr
     util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
     assert f"{util:,}" in done.stdout and "samples/s" in done.stdout
@@ -465,8 +540,17 @@ def test_cli_unreachable_server_exits_2_with_one_clear_message(tmp_path):
 
     config = tmp_path / "gpufleet.toml"
     config.write_text("[prometheus]\nretries = 0\n")
-    done = _cli(tmp_path / "x.duckdb", "--config", str(config), "ingest", "prometheus",
-                "--url", f"http://127.0.0.1:{free_port()}", "--start", "-1h")
+    done = _cli(
+        tmp_path / "x.duckdb",
+        "--config",
+        str(config),
+        "ingest",
+        "prometheus",
+        "--url",
+        f"http://127.0.0.1:{free_port()}",
+        "--start",
+        "-1h",
+    )
     assert done.returncode == 2
     assert "could not be reached" in done.stderr and "Traceback" not in done.stderr
 
@@ -497,14 +581,17 @@ def no_ca_bundle(monkeypatch):
 
 
 @pytest.mark.integration
-def test_tls_certificate_of_an_unknown_ca_is_refused_and_nothing_changes(con, server, tls_server, no_ca_bundle,
-                                                                          caplog):
+def test_tls_certificate_of_an_unknown_ca_is_refused_and_nothing_changes(
+    con, server, tls_server, no_ca_bundle, caplog
+):
     caplog.set_level(logging.DEBUG)
     ingest_prometheus(con, server.url, T0, T0 + timedelta(minutes=30), SETTINGS)
     before = row_counts(con)
     marks_before = con.execute("SELECT * FROM ingest_watermarks ORDER BY ALL").fetchall()
     with pytest.raises(SourceError) as err:
-        ingest_prometheus(con, tls_server.url, T0, END, SETTINGS, env={"GPUFLEET_PROM_TOKEN": "tls-t0ken"})
+        ingest_prometheus(
+            con, tls_server.url, T0, END, SETTINGS, env={"GPUFLEET_PROM_TOKEN": "tls-t0ken"}
+        )
     assert str(err.value).startswith(
         f"The TLS certificate of {tls_server.url} could not be verified: unable to get local issuer certificate"
     )
@@ -515,13 +602,23 @@ def test_tls_certificate_of_an_unknown_ca_is_refused_and_nothing_changes(con, se
 
 
 @pytest.mark.integration
-def test_tls_with_the_ca_in_requests_ca_bundle_lands_what_plain_http_lands(tmp_path, server, tls_server,
-                                                                           certificates, no_ca_bundle, fleet):
-    via_http, via_https = open_store(tmp_path / "http.duckdb"), open_store(tmp_path / "https.duckdb")
+def test_tls_with_the_ca_in_requests_ca_bundle_lands_what_plain_http_lands(
+    tmp_path, server, tls_server, certificates, no_ca_bundle, fleet
+):
+    via_http, via_https = (
+        open_store(tmp_path / "http.duckdb"),
+        open_store(tmp_path / "https.duckdb"),
+    )
     try:
         ingest_prometheus(via_http, server.url, T0, END, SETTINGS)
-        report = ingest_prometheus(via_https, tls_server.url, T0, END, SETTINGS,
-                                   env={"REQUESTS_CA_BUNDLE": str(certificates.ca_cert)})
+        report = ingest_prometheus(
+            via_https,
+            tls_server.url,
+            T0,
+            END,
+            SETTINGS,
+            env={"REQUESTS_CA_BUNDLE": str(certificates.ca_cert)},
+        )
         assert row_counts(via_https)["gpu_samples"] == fleet["gpu_samples"].height
         assert row_counts(via_https) == row_counts(via_http)
         for table in PROMETHEUS_TABLES:
@@ -535,14 +632,20 @@ def test_tls_with_the_ca_in_requests_ca_bundle_lands_what_plain_http_lands(tmp_p
 @pytest.mark.integration
 def test_https_to_a_plain_http_port_is_a_handshake_error(con, server):
     https_url = server.url.replace("http://", "https://")
-    with pytest.raises(SourceError, match=rf"TLS handshake with {https_url} failed \(wrong version number\)"):
+    with pytest.raises(
+        SourceError, match=rf"TLS handshake with {https_url} failed \(wrong version number\)"
+    ):
         ingest_prometheus(con, https_url, T0, END, SETTINGS)
 
 
 def test_a_ca_bundle_that_does_not_exist_is_a_config_error(tmp_path):
     missing = tmp_path / "no-such-ca.pem"
-    with pytest.raises(ConfigError, match=r"`.*no-such-ca.pem` named by REQUESTS_CA_BUNDLE does not exist"):
-        PrometheusClient("https://prometheus.example:9090", SETTINGS, env={"REQUESTS_CA_BUNDLE": str(missing)})
+    with pytest.raises(
+        ConfigError, match=r"`.*no-such-ca.pem` named by REQUESTS_CA_BUNDLE does not exist"
+    ):
+        PrometheusClient(
+            "https://prometheus.example:9090", SETTINGS, env={"REQUESTS_CA_BUNDLE": str(missing)}
+        )
 
 
 @pytest.mark.integration
@@ -550,12 +653,25 @@ def test_cli_insecure_skips_verification_and_says_so_once(tmp_path, tls_server, 
     db = tmp_path / "cli.duckdb"
     config = tmp_path / "gpufleet.toml"
     config.write_text('[prometheus]\nchunk_s = 3600\ngpu_metrics = ["DCGM_FI_DEV_GPU_UTIL"]\n')
-    args = ["--config", str(config), "ingest", "prometheus", "--url", tls_server.url,
-            "--start", "2026-11-23T00:00:00Z", "--end", "2026-11-23T02:00:00Z"]
+    args = [
+        "--config",
+        str(config),
+        "ingest",
+        "prometheus",
+        "--url",
+        tls_server.url,
+        "--start",
+        "2026-11-23T00:00:00Z",
+        "--end",
+        "2026-11-23T02:00:00Z",
+    ]
     no_bundle = {"REQUESTS_CA_BUNDLE": "", "CURL_CA_BUNDLE": ""}
     refused = _cli(db, *args, env=no_bundle)
     assert refused.returncode == 2
-    assert "could not be verified" in " ".join(refused.stderr.split()) and "Traceback" not in refused.stderr
+    assert (
+        "could not be verified" in " ".join(refused.stderr.split())
+        and "Traceback" not in refused.stderr
+    )
     done = _cli(db, *args, "--insecure", env=no_bundle)
     assert done.returncode == 0, done.stderr
     util = fleet["gpu_samples"].filter(pl.col("metric") == "DCGM_FI_DEV_GPU_UTIL").height
@@ -573,7 +689,11 @@ def _documented_efa_mapping() -> dict[str, dict[str, str]]:
     import tomllib
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "sources.md").read_text()
-    blocks = [tomllib.loads(b) for b in re.findall(r"```toml\n(.*?)```", doc, re.DOTALL) if "node_amazonefa_" in b]
+    blocks = [
+        tomllib.loads(b)
+        for b in re.findall(r"```toml\n(.*?)```", doc, re.DOTALL)
+        if "node_amazonefa_" in b
+    ]
     assert len(blocks) == 1, "docs/sources.md should have one EFA node_metrics example"
     return blocks[0]["prometheus"]["node_metrics"]
 
@@ -597,28 +717,51 @@ def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp
         for device in devices[:3] if i >= 2 else devices:
             families["node_amazonefa_info"].append(f'{{device="{device}",{target}}} 1 {at}')
             port = f'{{device="{device}",port="1",{target}}}'
-            families["node_amazonefa_rx_drops"].append(f"{port} {rx_drops.get(device, [0] * 4)[i]} {at}")
-            families["node_amazonefa_rdma_read_wr_err"].append(f"{port} {read_errors.get(device, [0] * 4)[i]} {at}")
-            families["node_amazonefa_tx_bytes"].append(f"{port} {1.047e12 + i * 1e9} {at}")  # traffic, not errors
+            families["node_amazonefa_rx_drops"].append(
+                f"{port} {rx_drops.get(device, [0] * 4)[i]} {at}"
+            )
+            families["node_amazonefa_rdma_read_wr_err"].append(
+                f"{port} {read_errors.get(device, [0] * 4)[i]} {at}"
+            )
+            families["node_amazonefa_tx_bytes"].append(
+                f"{port} {1.047e12 + i * 1e9} {at}"
+            )  # traffic, not errors
     lines = []
     for name, samples in families.items():
-        lines.append(f"# TYPE {name} gauge")  # OpenMetrics counters would need `_total`; the exporter has none
+        lines.append(
+            f"# TYPE {name} gauge"
+        )  # OpenMetrics counters would need `_total`; the exporter has none
         lines.extend(f"{name}{sample}" for sample in samples)
     text = tmp_path / "efa.om.txt"
     text.write_text("\n".join([*lines, "# EOF"]) + "\n")
     storage = tmp_path / "efa"
-    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-                   check=True, capture_output=True, timeout=120)
-    settings = PrometheusSettings.from_extra({"prometheus": {
-        "node_metrics": _documented_efa_mapping(), "gpu_metrics": [], "xid_count_metric": "",
-        "xid_last_metric": "", "condition_metric": "", "unschedulable_metric": "",
-    }})
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    settings = PrometheusSettings.from_extra(
+        {
+            "prometheus": {
+                "node_metrics": _documented_efa_mapping(),
+                "gpu_metrics": [],
+                "xid_count_metric": "",
+                "xid_last_metric": "",
+                "condition_metric": "",
+                "unschedulable_metric": "",
+            }
+        }
+    )
     with prometheus_server(storage) as srv:
         ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5), settings)
     landed = con.execute(
         "SELECT metric, list(value ORDER BY ts) FROM node_samples WHERE node = 'gpu-node-01' GROUP BY metric"
     ).fetchall()
-    assert dict(landed) == {"nic_links_up": [4.0, 4.0, 3.0, 3.0], "nic_link_errors_total": [0.0, 1.0, 3.0, 6.0]}
+    assert dict(landed) == {
+        "nic_links_up": [4.0, 4.0, 3.0, 3.0],
+        "nic_link_errors_total": [0.0, 1.0, 3.0, 6.0],
+    }
 
 
 # ------------------------------------------------- the simulator through a real Prometheus
@@ -631,11 +774,19 @@ NOT_CARRIED = {"reason", "message", "source", "evidence", "hardware_signal"}
 
 
 def _table_rows(con, table: str) -> set[tuple]:
-    columns = [r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position",
-        {"t": table}).fetchall() if r[0] not in NOT_CARRIED]
+    columns = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position",
+            {"t": table},
+        ).fetchall()
+        if r[0] not in NOT_CARRIED
+    ]
     select = ", ".join(f'"{c}"' for c in columns)
-    return {tuple(_hashable(v) for v in row) for row in con.execute(f'SELECT {select} FROM "{table}"').fetchall()}
+    return {
+        tuple(_hashable(v) for v in row)
+        for row in con.execute(f'SELECT {select} FROM "{table}"').fetchall()
+    }
 
 
 def _hashable(value):
@@ -665,23 +816,44 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     direct = open_store(tmp_path / "direct.duckdb")
     via_prom = open_store(tmp_path / "prom.duckdb")
     landing = [t for t in frames if t != "ground_truth"]
-    load_batch(direct, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in landing], "simulator")
+    load_batch(
+        direct,
+        [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in landing],
+        "simulator",
+    )
     # What Prometheus does not carry (jobs, steps, checkpoints, maintenance) comes from files.
     others = [t for t in landing if t not in PROMETHEUS_TABLES]
-    load_batch(via_prom, [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in others], "simulator")
+    load_batch(
+        via_prom,
+        [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in others],
+        "simulator",
+    )
     start = frames["gpu_samples"]["ts"].min()
-    end = max(frames[t]["ts"].max() for t in ("gpu_samples", "node_samples", "node_conditions")) + timedelta(seconds=1)
+    end = max(
+        frames[t]["ts"].max() for t in ("gpu_samples", "node_samples", "node_conditions")
+    ) + timedelta(seconds=1)
     with prometheus_server(storage) as srv:
         ingest_prometheus(via_prom, srv.url, start, end, PrometheusSettings(scrape_interval_s=60))
     for table in PROMETHEUS_TABLES:
         assert _table_rows(via_prom, table) == _table_rows(direct, table), table
     # Every derived table (metrics, anomalies) computed from either database is the same.
-    landing_and_bookkeeping = set(landing) | {"load_log", "ingest_watermarks", "gpu_devices", "compute_log",
-                                              "ingest_incomplete", "ingest_partial_log"}
+    landing_and_bookkeeping = set(landing) | {
+        "load_log",
+        "ingest_watermarks",
+        "gpu_devices",
+        "compute_log",
+        "ingest_incomplete",
+        "ingest_partial_log",
+    }
     compute(direct, Settings())
     compute(via_prom, Settings())
-    derived = [r[0] for r in direct.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()
-               if r[0] not in landing_and_bookkeeping]
+    derived = [
+        r[0]
+        for r in direct.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT temporary"
+        ).fetchall()
+        if r[0] not in landing_and_bookkeeping
+    ]
     for table in derived:
         if table == "node_state_intervals":
             # Intervals split where their reason changes, and reasons are not carried (a condition's
@@ -695,7 +867,8 @@ def _state_runs(con) -> list[tuple]:
     """node_state_intervals with adjacent intervals of the same state merged."""
     runs: list[list] = []
     for node, start, end, state in con.execute(
-            "SELECT node, start_ts, end_ts, state FROM node_state_intervals ORDER BY node, start_ts").fetchall():
+        "SELECT node, start_ts, end_ts, state FROM node_state_intervals ORDER BY node, start_ts"
+    ).fetchall():
         if runs and runs[-1][0] == node and runs[-1][3] == state and runs[-1][2] == start:
             runs[-1][2] = end
         else:
@@ -721,23 +894,49 @@ def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
     text = tmp_path / "dup.om.txt"
     text.write_text("\n".join(lines) + "\n")
     storage = tmp_path / "dup"
-    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     with prometheus_server(storage) as srv:
-        ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5),
-                          PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"]))
+        ingest_prometheus(
+            con,
+            srv.url,
+            T0,
+            T0 + timedelta(minutes=5),
+            PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL"]),
+        )
     # Two series x 3 samples, listed twice in the settings: still 3 rows.
-    assert con.execute("SELECT value FROM gpu_samples ORDER BY ts").fetchall() == [(10.0,), (11.0,), (12.0,)]
+    assert con.execute("SELECT value FROM gpu_samples ORDER BY ts").fetchall() == [
+        (10.0,),
+        (11.0,),
+        (12.0,),
+    ]
 
 
 def test_the_window_stops_settle_s_before_now(con, flaky):
     url, _handler = flaky
-    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"], node_metrics={}, xid_count_metric="",
-                                  xid_last_metric="", condition_metric="", unschedulable_metric="", settle_s=120)
+    settings = PrometheusSettings(
+        gpu_metrics=["DCGM_FI_DEV_GPU_UTIL"],
+        node_metrics={},
+        xid_count_metric="",
+        xid_last_metric="",
+        condition_metric="",
+        unschedulable_metric="",
+        settle_s=120,
+    )
     now = datetime.now(UTC)
-    report = ingest_prometheus(con, url, now - timedelta(hours=1), now + timedelta(hours=1), settings)
+    report = ingest_prometheus(
+        con, url, now - timedelta(hours=1), now + timedelta(hours=1), settings
+    )
     # The end moved back to (about) now - 120 s: the run started after `now`, so allow its length.
-    assert now - timedelta(seconds=120) <= report.queries[0].end <= datetime.now(UTC) - timedelta(seconds=120)
+    assert (
+        now - timedelta(seconds=120)
+        <= report.queries[0].end
+        <= datetime.now(UTC) - timedelta(seconds=120)
+    )
     with pytest.raises(ConfigError, match="nothing is settled"):
         ingest_prometheus(con, url, now - timedelta(seconds=60), now, settings)
 
@@ -753,8 +952,10 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
     from testkit.prometheus_server import PROMTOOL
 
     t0 = T0.timestamp()
-    device = ('gpu="0",UUID="GPU-ed1353d6-52ba-8793-7230-4d5d3eb68167",pci_bus_id="00000000:53:00.0",'
-              'device="nvidia0",modelName="NVIDIA A100 80GB PCIe"')
+    device = (
+        'gpu="0",UUID="GPU-ed1353d6-52ba-8793-7230-4d5d3eb68167",pci_bus_id="00000000:53:00.0",'
+        'device="nvidia0",modelName="NVIDIA A100 80GB PCIe"'
+    )
     instances = (
         # (GPU_I_PROFILE, GPU_I_ID, attributes, activity per scrape)
         ("3g.40gb", "1", 'container="vllm",namespace="serving",pod="chat-worker-0"', (0.5, 0.6)),
@@ -771,20 +972,30 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
             )
     lines.append("# TYPE DCGM_FI_DEV_GPU_TEMP gauge")
     for i in range(2):
-        lines.append(f'DCGM_FI_DEV_GPU_TEMP{{{device},Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} '
-                     f"{40 + i} {t0 + 30 * i:.3f}")
+        lines.append(
+            f'DCGM_FI_DEV_GPU_TEMP{{{device},Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} '
+            f"{40 + i} {t0 + 30 * i:.3f}"
+        )
     # An XID reported on an instance's series still names the physical GPU.
     lines.append("# TYPE DCGM_FI_DEV_XID_ERRORS gauge")
     for i, code in enumerate((0, 48)):
-        lines.append(f'DCGM_FI_DEV_XID_ERRORS{{{device},GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",'
-                     f'Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} {code} {t0 + 30 * i:.3f}')
+        lines.append(
+            f'DCGM_FI_DEV_XID_ERRORS{{{device},GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",'
+            f'Hostname="gpu-node-07",DCGM_FI_DRIVER_VERSION="550.54.15"}} {code} {t0 + 30 * i:.3f}'
+        )
     lines.append("# EOF")
     text = tmp_path / "mig.om.txt"
     text.write_text("\n".join(lines) + "\n")
     storage = tmp_path / "mig"
-    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-                   check=True, capture_output=True, timeout=120)
-    settings = PrometheusSettings(gpu_metrics=["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_TEMP"])
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    settings = PrometheusSettings(
+        gpu_metrics=["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_TEMP"]
+    )
     with prometheus_server(storage) as srv:
         report = ingest_prometheus(con, srv.url, T0, T0 + timedelta(minutes=5), settings)
     landed = con.execute(
@@ -793,26 +1004,41 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
     ).fetchall()
     uuid = "GPU-ed1353d6-52ba-8793-7230-4d5d3eb68167"
     assert landed == [
-        ("gpu-node-07", 0, uuid, 1, "3g.40gb", "serving/chat", [0.5, 0.6]),  # Kubeflow replica suffix dropped
+        (
+            "gpu-node-07",
+            0,
+            uuid,
+            1,
+            "3g.40gb",
+            "serving/chat",
+            [0.5, 0.6],
+        ),  # Kubeflow replica suffix dropped
         ("gpu-node-07", 0, uuid, 5, "2g.20gb", "4711", [0.1, 0.2]),  # Slurm hpc_job
         ("gpu-node-07", 0, uuid, 13, "1g.10gb", None, [0.0, 0.0]),  # no workload on it
     ]
     # Device health reads only the whole-device series.
-    assert con.execute("SELECT metric, list(value ORDER BY ts) FROM gpu_samples GROUP BY metric").fetchall() == [
-        ("DCGM_FI_DEV_GPU_TEMP", [40.0, 41.0])
-    ]
+    assert con.execute(
+        "SELECT metric, list(value ORDER BY ts) FROM gpu_samples GROUP BY metric"
+    ).fetchall() == [("DCGM_FI_DEV_GPU_TEMP", [40.0, 41.0])]
     assert not any("skipped" in w for w in report.warnings)
     assert con.execute("SELECT node, gpu, uuid, kind, code FROM gpu_events").fetchall() == [
-        ("gpu-node-07", 0, uuid, "xid", 48)]
+        ("gpu-node-07", 0, uuid, "xid", 48)
+    ]
 
 
 @pytest.mark.parametrize(
     "labels, expected",
     [
-        ({"hpc_job": "123", "pod": "x-abcde"}, "123"),  # Slurm wins: hpc_job is the scheduler's own id
+        (
+            {"hpc_job": "123", "pod": "x-abcde"},
+            "123",
+        ),  # Slurm wins: hpc_job is the scheduler's own id
         ({"pod": "train-worker-3", "namespace": "ml"}, "ml/train"),  # Kubeflow replica
         ({"pod": "batch-infer-7xk2p", "namespace": "ml"}, "ml/batch-infer"),  # batch Job pod
-        ({"pod_name": "chat-master-0", "pod_namespace": "serve"}, "serve/chat"),  # 1.x attribute names
+        (
+            {"pod_name": "chat-master-0", "pod_namespace": "serve"},
+            "serve/chat",
+        ),  # 1.x attribute names
         ({"pod": "", "namespace": ""}, None),
         ({}, None),
     ],

@@ -54,12 +54,17 @@ def test_hand_made_straggler(con):
     # Step median of [8, 8, 9.6, 8] = 8: rank 2's ratio 1.2, the others 1.0.
     # Drag per step 9.6 - 8 = 1.6 s, all charged to rank 2: 30 x 1.6 = 48 s.
     # Relative score: fastest lower median 8 / 9.6 = 0.8333 (nvidia-resiliency-ext flags < 0.75: missed).
-    load(con, {
-        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
-        "jobs": [job("j", start=0, end=400, state="succeeded", gpus=4)],
-        "job_attempts": [attempt("j", 0, start=0, end=400, state="succeeded")],
-        "rank_steps": steps("j", 0, first_end=20, step_s=10, count=30, ranks=4, compute=True, slow={2: 1.2}),
-    })
+    load(
+        con,
+        {
+            "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+            "jobs": [job("j", start=0, end=400, state="succeeded", gpus=4)],
+            "job_attempts": [attempt("j", 0, start=0, end=400, state="succeeded")],
+            "rank_steps": steps(
+                "j", 0, first_end=20, step_s=10, count=30, ranks=4, compute=True, slow={2: 1.2}
+            ),
+        },
+    )
     compute_with_node_states(con, Settings())
     rows = con.execute(
         "SELECT rank, steps, median_ratio, p95_ratio, slowest_share, drag_s, relative_score, "
@@ -84,7 +89,9 @@ def test_hand_made_straggler(con):
     assert p[0] == 2700 and p[1] < 1e-10
 
 
-def noisy_job(con, *, ranks: int, steps_n: int, slow: dict[int, float], seed: int, sigma: float = 0.02):
+def noisy_job(
+    con, *, ranks: int, steps_n: int, slow: dict[int, float], seed: int, sigma: float = 0.02
+):
     """One attempt with lognormal noise on every rank's compute_s (mean 1 s)."""
     rng = np.random.default_rng(seed)
     factors = np.exp(rng.normal(0, sigma, size=(steps_n, ranks)))
@@ -92,14 +99,27 @@ def noisy_job(con, *, ranks: int, steps_n: int, slow: dict[int, float], seed: in
     for s in range(steps_n):
         for r in range(ranks):
             compute_s = float(factors[s, r] * slow.get(r, 1.0))
-            rows.append({"job_id": "noisy", "attempt": 0, "step": s + 1, "rank": r, "node": f"n{r // 8}",
-                         "gpu": r % 8, "end_ts": at(10 + 2 * s),
-                         "step_s": 2.0, "compute_s": compute_s})
-    load(con, {
-        "jobs": [job("noisy", start=0, end=10 + 2 * steps_n, state="succeeded", gpus=ranks)],
-        "job_attempts": [attempt("noisy", 0, start=0, end=10 + 2 * steps_n, state="succeeded")],
-        "rank_steps": rows,
-    })
+            rows.append(
+                {
+                    "job_id": "noisy",
+                    "attempt": 0,
+                    "step": s + 1,
+                    "rank": r,
+                    "node": f"n{r // 8}",
+                    "gpu": r % 8,
+                    "end_ts": at(10 + 2 * s),
+                    "step_s": 2.0,
+                    "compute_s": compute_s,
+                }
+            )
+    load(
+        con,
+        {
+            "jobs": [job("noisy", start=0, end=10 + 2 * steps_n, state="succeeded", gpus=ranks)],
+            "job_attempts": [attempt("noisy", 0, start=0, end=10 + 2 * steps_n, state="succeeded")],
+            "rank_steps": rows,
+        },
+    )
     compute_with_node_states(con, Settings())
     return con.execute(
         "SELECT rank, is_straggler, relative_flagged, median_ratio FROM rank_slowdown ORDER BY rank"
@@ -142,9 +162,15 @@ def simulated(tmp_path_factory):
     fleet = simulate(SimulationConfig.create(nodes=16, days=2, seed=5, start="2026-11-23"))
     con = open_store(tmp_path_factory.mktemp("sim") / "fleet.duckdb")
     tables = ["nodes", "jobs", "job_attempts", "rank_steps", "checkpoints"]
-    load_batch(con, [TableInput(t, fleet[t].with_row_index("__row", offset=1), t) for t in tables], "simulator")
+    load_batch(
+        con,
+        [TableInput(t, fleet[t].with_row_index("__row", offset=1), t) for t in tables],
+        "simulator",
+    )
     compute_with_node_states(con, Settings())
-    truth = fleet["ground_truth"].filter(pl.col("kind").is_in(["thermal_throttle", "nic_links_down"]))
+    truth = fleet["ground_truth"].filter(
+        pl.col("kind").is_in(["thermal_throttle", "nic_links_down"])
+    )
     con.register("truth", truth)
     yield con
     con.close()
@@ -181,7 +207,10 @@ def test_simulated_stragglers_all_sit_on_injected_faults(simulated):
               AND epoch_us(t.start_ts) < a.end_us AND a.start_us < epoch_us(t.end_ts))
     """).fetchall()
     assert unexplained == []
-    assert simulated.execute("SELECT count(*) FROM rank_slowdown WHERE is_straggler").fetchall()[0][0] > 0
+    assert (
+        simulated.execute("SELECT count(*) FROM rank_slowdown WHERE is_straggler").fetchall()[0][0]
+        > 0
+    )
 
 
 @pytest.mark.parametrize("batch_rows", [997, 50_000])
@@ -192,7 +221,10 @@ def test_streaming_in_small_batches_gives_the_same_table(simulated, monkeypatch,
     from pipelines import stragglers
 
     whole = stragglers.rank_slowdown_frame(
-        pl.from_arrow(simulated.sql(stragglers.load_sql("derived/rank_step_times")).to_arrow_table()), Settings()
+        pl.from_arrow(
+            simulated.sql(stragglers.load_sql("derived/rank_step_times")).to_arrow_table()
+        ),
+        Settings(),
     ).sort(["job_id", "attempt", "rank"])
     monkeypatch.setattr(stragglers, "STREAM_BATCH_ROWS", batch_rows)
     streamed = stragglers.stream_rank_slowdown(simulated, Settings())

@@ -19,7 +19,9 @@ from tests.real_step_logs import trace_fleet
 TOLERANCE = 50  # iterations: five logged steps
 
 
-def straggler_episodes(con: duckdb.DuckDBPyConnection, name: str) -> dict[int, list[tuple[int, int]]]:
+def straggler_episodes(
+    con: duckdb.DuckDBPyConnection, name: str
+) -> dict[int, list[tuple[int, int]]]:
     """rank -> [(first step, last step)] of its straggler findings, in step order."""
     trace_fleet(name).load(con)
     compute(con, Settings(), force=True)
@@ -51,15 +53,25 @@ def test_ranks_that_trade_places(con):
     # (iteration 2481), while fast workers drag the per-step median down.
     episodes = straggler_episodes(con, "job_3_norm")
     for rank in (0, 1):
-        assert any(near(last, 2181) for _, last in episodes.get(rank, [])), (rank, episodes.get(rank))
+        assert any(near(last, 2181) for _, last in episodes.get(rank, [])), (
+            rank,
+            episodes.get(rank),
+        )
     for rank in (6, 7, 8, 9):
         late = [(first, last) for first, last in episodes.get(rank, []) if last == 2481]
-        assert late and 2161 - TOLERANCE <= late[0][0] <= 2191 + TOLERANCE, (rank, episodes.get(rank))
+        assert late and 2161 - TOLERANCE <= late[0][0] <= 2191 + TOLERANCE, (
+            rank,
+            episodes.get(rank),
+        )
     assert not set(episodes) & {2, 3, 4, 5}
 
 
-@pytest.mark.parametrize("name, logged_steps, ranks", [("job_1_norm", 300, 10), ("job_3_norm", 249, 10)])
+@pytest.mark.parametrize(
+    "name, logged_steps, ranks", [("job_1_norm", 300, 10), ("job_3_norm", 249, 10)]
+)
 def test_trace_loads_as_rank_steps(con, name, logged_steps, ranks):
     trace_fleet(name).load(con)
-    steps, workers = con.execute("SELECT count(DISTINCT step), count(DISTINCT rank) FROM rank_steps").fetchone()
+    steps, workers = con.execute(
+        "SELECT count(DISTINCT step), count(DISTINCT rank) FROM rank_steps"
+    ).fetchone()
     assert (steps, workers) == (logged_steps, ranks)

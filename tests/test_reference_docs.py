@@ -16,9 +16,19 @@ def test_reference_doc_matches_the_code(path):
 
 def test_every_command_and_setting_is_in_the_reference():
     cli, settings = docgen.cli_reference(), docgen.settings_reference()
-    for command in ("gpufleet ingest prometheus", "gpufleet compute", "gpufleet export", "gpufleet config"):
+    for command in (
+        "gpufleet ingest prometheus",
+        "gpufleet compute",
+        "gpufleet export",
+        "gpufleet config",
+    ):
         assert f"## `{command}`" in cli
-    for setting in ("`staleness_s`", "`chunk_s`", "GPUFLEET_PROMETHEUS__CHUNK_S", "GPUFLEET_DETECTION__"):
+    for setting in (
+        "`staleness_s`",
+        "`chunk_s`",
+        "GPUFLEET_PROMETHEUS__CHUNK_S",
+        "GPUFLEET_DETECTION__",
+    ):
         assert setting in settings
 
 

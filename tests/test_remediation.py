@@ -135,22 +135,41 @@ def history(con, anomalies: list[tuple]) -> list[tuple]:
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
     con.execute("DELETE FROM nodes")
-    con.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 32), "
-                "('n2', 'c1', 'p5.48xlarge', 'H100', 8, 32)")
-    con.execute("CREATE OR REPLACE TABLE data_horizon AS SELECT ?::TIMESTAMPTZ AS data_start_ts, "
-                "?::TIMESTAMPTZ AS horizon_ts", [T, T + 168 * H])
+    con.execute(
+        "INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 32), "
+        "('n2', 'c1', 'p5.48xlarge', 'H100', 8, 32)"
+    )
+    con.execute(
+        "CREATE OR REPLACE TABLE data_horizon AS SELECT ?::TIMESTAMPTZ AS data_start_ts, "
+        "?::TIMESTAMPTZ AS horizon_ts",
+        [T, T + 168 * H],
+    )
     con.execute("DELETE FROM anomalies")
     con.executemany(
         "INSERT INTO anomalies VALUES (?, ?, ?, ?, NULL, NULL, NULL, ?, ?, ?, 1.0, ?, ?, ?, 0, 0)",
-        [[i, "gpu" if gpu is not None else "node", node, gpu, kind, T + s * H,
-          None if e is None else T + e * H, sev, evidence, action]
-         for i, node, gpu, kind, s, e, sev, action, evidence in anomalies],
+        [
+            [
+                i,
+                "gpu" if gpu is not None else "node",
+                node,
+                gpu,
+                kind,
+                T + s * H,
+                None if e is None else T + e * H,
+                sev,
+                evidence,
+                action,
+            ]
+            for i, node, gpu, kind, s, e, sev, action, evidence in anomalies
+        ],
     )
     execute(con, "derived/node_remediation_history", Settings().sql_params())
     rows = con.execute(
         "SELECT node, step, (epoch(since) - epoch(?::TIMESTAMPTZ)) / 3600, "
         "(epoch(until) - epoch(?::TIMESTAMPTZ)) / 3600, severity, why, anomaly_ids "
-        "FROM node_remediation_history ORDER BY node, since", [T, T]).fetchall()
+        "FROM node_remediation_history ORDER BY node, since",
+        [T, T],
+    ).fetchall()
     return [tuple(r) for r in rows]
 
 
@@ -159,20 +178,39 @@ def test_history_keeps_what_was_recommended_after_the_findings_closed(con):
     # XID 79 30-40 h (replace). n2: a repeat-offender host 50-60 h (cordon) and a finding still open
     # from 100 h (watch, until NULL). Every finding is closed at the end of the week except n2's
     # last, yet each step stays on record with the findings behind it.
-    got = history(con, [
-        ("e1", "n1", 7, "ecc_sbe_rate", 0, 10, "warn", "watch", "{}"),
-        ("x1", "n1", 7, "xid", 4, 6, "critical", "reboot", '{"xid": 79}'),
-        ("x3", "n1", 7, "xid", 30, 40, "critical", "replace",
-         '{"xid": 79, "escalated": "critical hardware XID finding #3 on gpu 7 within 30.0 days"}'),
-        ("r1", "n2", None, "repeat_offender", 50, 60, "warn", "cordon", "{}"),
-        ("w1", "n2", None, "telemetry_gap", 100, None, "warn", "watch", "{}"),
-    ])
+    got = history(
+        con,
+        [
+            ("e1", "n1", 7, "ecc_sbe_rate", 0, 10, "warn", "watch", "{}"),
+            ("x1", "n1", 7, "xid", 4, 6, "critical", "reboot", '{"xid": 79}'),
+            (
+                "x3",
+                "n1",
+                7,
+                "xid",
+                30,
+                40,
+                "critical",
+                "replace",
+                '{"xid": 79, "escalated": "critical hardware XID finding #3 on gpu 7 within 30.0 days"}',
+            ),
+            ("r1", "n2", None, "repeat_offender", 50, 60, "warn", "cordon", "{}"),
+            ("w1", "n2", None, "telemetry_gap", 100, None, "warn", "watch", "{}"),
+        ],
+    )
     assert got == [
         ("n1", "watch", 0.0, 4.0, "warn", "ecc_sbe_rate on gpu 7 (warn) -> watch", ["e1"]),
         ("n1", "reboot", 4.0, 6.0, "critical", "xid 79 on gpu 7 (critical) -> reboot", ["x1"]),
         ("n1", "watch", 6.0, 10.0, "warn", "ecc_sbe_rate on gpu 7 (warn) -> watch", ["e1"]),
-        ("n1", "replace", 30.0, 40.0, "critical",
-         "xid 79 on gpu 7 (critical) -> replace: critical hardware XID finding #3 on gpu 7 within 30.0 days", ["x3"]),
+        (
+            "n1",
+            "replace",
+            30.0,
+            40.0,
+            "critical",
+            "xid 79 on gpu 7 (critical) -> replace: critical hardware XID finding #3 on gpu 7 within 30.0 days",
+            ["x3"],
+        ),
         ("n2", "cordon", 50.0, 60.0, "warn", "repeat_offender (warn) -> cordon", ["r1"]),
         ("n2", "watch", 100.0, None, "warn", "telemetry_gap (warn) -> watch", ["w1"]),
     ]

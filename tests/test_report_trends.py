@@ -17,8 +17,10 @@ W48 = parse_week("2026-W48")
 
 
 TREND_LINES = [
-    ("| Week | Cluster | Availability | Job success | Goodput | ETTR | MTBF | MTTR "
-     "| Interruptions / 1,000 GPU-days | Escape rate |\n"),
+    (
+        "| Week | Cluster | Availability | Job success | Goodput | ETTR | MTBF | MTTR "
+        "| Interruptions / 1,000 GPU-days | Escape rate |\n"
+    ),
     # the numbers of the summary table (see test_report.py): W47 and W48, all clusters;
     # escape rate: W47 1 of 1 fleet failure escaped, W48 0 of 1 (report_fixture)
     "| 2026-W47 | all | 99.01 % | 100.00 % | 80.00 % | 38.71 % | 249.5 h | 4.0 h | 200.0 | 100.00 % |\n",
@@ -42,7 +44,7 @@ def test_escape_rate_column_only_when_a_week_has_one(fixture_db: Path) -> None:
     con = connect(fixture_db, read_only=True)
     text = to_markdown(build_report(con, W48, cluster="c2"))
     con.close()
-    trends = text[text.index("## Trends"):text.index("## Goodput by team")]
+    trends = text[text.index("## Trends") : text.index("## Goodput by team")]
     assert "| Interruptions / 1,000 GPU-days |\n" in trends
     assert "Escape rate" not in trends
 
@@ -71,7 +73,8 @@ def test_goodput_groups_split_the_weeks_allocation(tmp_path: Path) -> None:
     report = build_report(con, W48)
     stack = con.execute(
         "SELECT sum(allocated_gpu_h)::DOUBLE, sum(productive_gpu_h)::DOUBLE FROM goodput_stack "
-        "WHERE week = '2026-W48' AND cluster <> '*'").fetchone()
+        "WHERE week = '2026-W48' AND cluster <> '*'"
+    ).fetchone()
     con.close()
     groups = report.goodput_groups
     assert set(groups["grouping"]) == {"team", "queue"}

@@ -34,12 +34,15 @@ def victim(tmp_path: Path, name: str = "victim.txt") -> Path:
 def lake_digests(out: Path) -> dict[str, str]:
     return {
         str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(out.rglob("*")) if p.is_file() and p.suffix in (".parquet", ".csv")
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.suffix in (".parquet", ".csv")
     }
 
 
 def export(db: Path, out: Path, *extra: str, week: str = "2026-W48"):
-    return run_cli("--db", str(db), "export", "--week", week, "--out", str(out), *extra, cwd=out.parent)
+    return run_cli(
+        "--db", str(db), "export", "--week", week, "--out", str(out), *extra, cwd=out.parent
+    )
 
 
 def one_line_error(result) -> str:
@@ -51,6 +54,7 @@ def one_line_error(result) -> str:
 
 
 # ---- export: planted links -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("planted", [".export.lock", LAKE_MARKER])
 def test_export_refuses_a_link_in_place_of_its_bookkeeping_files(fixture_db, tmp_path, planted):
@@ -119,6 +123,7 @@ def test_export_staging_names_are_random(fixture_db, tmp_path):
 
 # ---- export: where --out may point -----------------------------------------------------------
 
+
 def test_the_root_folder_is_refused_before_anything_is_written():
     # Checked at the functions that only look (a regression must not let a test write into `/`).
     from pipelines.export import _check_out
@@ -136,7 +141,9 @@ def test_export_refuses_a_file_and_a_foreign_folder(fixture_db, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "thesis.tex").write_text(VICTIM_TEXT)
-    assert "holds other files and is not a gpufleet lake" in one_line_error(export(fixture_db, home))
+    assert "holds other files and is not a gpufleet lake" in one_line_error(
+        export(fixture_db, home)
+    )
     assert sorted(p.name for p in home.iterdir()) == ["thesis.tex"]
 
 
@@ -154,6 +161,7 @@ def test_export_marks_a_new_lake_and_accepts_it_and_an_older_unmarked_one(fixtur
 
 
 # ---- export: never an empty week over data, never stale numbers -------------------------------
+
 
 def test_export_from_an_empty_database_refuses_to_empty_the_week(fixture_db, tmp_path):
     out = tmp_path / "lake"
@@ -209,6 +217,7 @@ def test_export_refuses_stale_derived_tables_and_report_warns(tmp_path):
 
 # ---- report --out ----------------------------------------------------------------------------
 
+
 def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_db, tmp_path):
     folder = tmp_path / "reports"
     folder.mkdir()
@@ -216,8 +225,16 @@ def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_
     # The fixed temporary name the report once used, and the report's own name, both planted.
     (folder / ".review.md.tmp").symlink_to(target)
     (folder / "review.md").symlink_to(victim(tmp_path, "victim2.txt"))
-    result = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--out",
-                     str(folder / "review.md"), cwd=tmp_path)
+    result = run_cli(
+        "--db",
+        str(fixture_db),
+        "report",
+        "--week",
+        "2026-W48",
+        "--out",
+        str(folder / "review.md"),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert target.read_text() == VICTIM_TEXT
     assert (tmp_path / "elsewhere" / "victim2.txt").read_text() == VICTIM_TEXT
@@ -229,11 +246,21 @@ def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_
 
 def test_report_out_at_a_folder_is_a_clean_error(fixture_db, tmp_path):
     # `/` is a folder too; a test never points a writing command at it.
-    result = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", "--out", str(tmp_path), cwd=tmp_path)
+    result = run_cli(
+        "--db",
+        str(fixture_db),
+        "report",
+        "--week",
+        "2026-W48",
+        "--out",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
     assert "is a folder" in one_line_error(result)
 
 
 # ---- demo ------------------------------------------------------------------------------------
+
 
 def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_through_them(tmp_path):
     data = tmp_path / "demo-data"
@@ -243,8 +270,19 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
         targets[name] = victim(tmp_path, f"{name}.victim")
         (data / f"{name}.parquet").symlink_to(targets[name])
     db = tmp_path / "fleet.duckdb"
-    result = run_cli("--db", str(db), "demo", "--no-app", "--nodes", "2", "--days", "1", "--data", str(data),
-                     cwd=tmp_path)
+    result = run_cli(
+        "--db",
+        str(db),
+        "demo",
+        "--no-app",
+        "--nodes",
+        "2",
+        "--days",
+        "1",
+        "--data",
+        str(data),
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     for name, target in targets.items():
         assert target.read_text() == VICTIM_TEXT, name
@@ -253,8 +291,19 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
 
 def test_demo_refuses_a_file_as_its_data_folder(tmp_path):
     data = victim(tmp_path, "notes.txt")
-    result = run_cli("--db", str(tmp_path / "fleet.duckdb"), "demo", "--no-app", "--nodes", "1", "--days", "1",
-                     "--data", str(data), cwd=tmp_path)
+    result = run_cli(
+        "--db",
+        str(tmp_path / "fleet.duckdb"),
+        "demo",
+        "--no-app",
+        "--nodes",
+        "1",
+        "--days",
+        "1",
+        "--data",
+        str(data),
+        cwd=tmp_path,
+    )
     assert "is a file, not a folder" in one_line_error(result)
     assert data.read_text() == VICTIM_TEXT
 
@@ -269,8 +318,11 @@ def test_export_week_keeps_a_link_planted_at_a_stale_partition(fixture_db, tmp_p
     target_dir.mkdir()
     (target_dir / "keep.txt").write_text(VICTIM_TEXT)
     (out / "node_availability_daily" / "cluster=c9").mkdir()
-    os.symlink(target_dir, out / "node_availability_daily" / "cluster=c9" / "day=2026-11-24",
-               target_is_directory=True)
+    os.symlink(
+        target_dir,
+        out / "node_availability_daily" / "cluster=c9" / "day=2026-11-24",
+        target_is_directory=True,
+    )
     export_week(con, W48, out, tables=["node_availability_daily"])
     con.close()
     assert (target_dir / "keep.txt").read_text() == VICTIM_TEXT

@@ -45,8 +45,13 @@ def start(args: list[str], cwd: Path, *, stderr=subprocess.DEVNULL) -> subproces
         "sys.argv = ['gpufleet', *sys.argv[1:]]; runpy.run_module('pipelines', run_name='__main__')"
     )
     return subprocess.Popen(
-        [sys.executable, "-c", launcher, *args], cwd=cwd, env=env,
-        stdout=subprocess.DEVNULL, stderr=stderr, text=True, start_new_session=True,
+        [sys.executable, "-c", launcher, *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+        start_new_session=True,
     )
 
 
@@ -63,7 +68,9 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def stop_and_check(proc: subprocess.Popen[str], port: int, sig: signal.Signals, startup_s: float) -> None:
+def stop_and_check(
+    proc: subprocess.Popen[str], port: int, sig: signal.Signals, startup_s: float
+) -> None:
     servers: list[int] = []
     try:
         assert wait_until(lambda: serving(port) or proc.poll() is not None, startup_s)
@@ -72,7 +79,9 @@ def stop_and_check(proc: subprocess.Popen[str], port: int, sig: signal.Signals, 
         proc.send_signal(sig)
         proc.wait(timeout=30)
         # The server went with it: the port stops answering (Streamlit shuts down within seconds).
-        assert wait_until(lambda: not serving(port), 20), f"port {port} still served after {sig.name}"
+        assert wait_until(lambda: not serving(port), 20), (
+            f"port {port} still served after {sig.name}"
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -98,8 +107,22 @@ def test_stopping_gpufleet_app_stops_its_server(tmp_path, sig):
 
 def test_stopping_gpufleet_demo_stops_its_server(tmp_path):
     port = free_port()
-    proc = start(["--db", str(tmp_path / "fleet.duckdb"), "demo", "--nodes", "1", "--days", "1",
-                  "--data", str(tmp_path / "demo-data"), "--port", str(port)], tmp_path)
+    proc = start(
+        [
+            "--db",
+            str(tmp_path / "fleet.duckdb"),
+            "demo",
+            "--nodes",
+            "1",
+            "--days",
+            "1",
+            "--data",
+            str(tmp_path / "demo-data"),
+            "--port",
+            str(port),
+        ],
+        tmp_path,
+    )
     stop_and_check(proc, port, signal.SIGTERM, startup_s=300)
 
 

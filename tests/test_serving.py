@@ -41,10 +41,18 @@ print(json.dumps(look()), flush=True)
 """
 
 
-def gpufleet(db: Path, *args: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+def gpufleet(
+    db: Path, *args: str, env: dict[str, str] | None = None, **kwargs
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pipelines", "--db", str(db), *args],
-        env=env or ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, **kwargs,
+        env=env or ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        **kwargs,
     )
 
 
@@ -52,9 +60,28 @@ def gpufleet(db: Path, *args: str, env: dict[str, str] | None = None, **kwargs) 
 def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("landing")
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines", "simulate", "--nodes", "2", "--days", "1", "--seed", "3",
-         "--start", "2026-11-23", "--out", str(folder)],
-        env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "simulate",
+            "--nodes",
+            "2",
+            "--days",
+            "1",
+            "--seed",
+            "3",
+            "--start",
+            "2026-11-23",
+            "--out",
+            str(folder),
+        ],
+        env=ENV,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return folder
@@ -103,9 +130,17 @@ def no_leftovers(db: Path) -> None:
     assert not db.with_name(db.name + ".wal").exists()
 
 
-def test_a_notebook_holding_the_file_open_stops_neither_ingest_nor_compute(db: Path, tmp_path: Path) -> None:
-    notebook = subprocess.Popen([sys.executable, "-c", NOTEBOOK, str(db)], env=ENV, cwd=ROOT,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def test_a_notebook_holding_the_file_open_stops_neither_ingest_nor_compute(
+    db: Path, tmp_path: Path
+) -> None:
+    notebook = subprocess.Popen(
+        [sys.executable, "-c", NOTEBOOK, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         before = json.loads(notebook.stdout.readline())
         assert before["maintenance"] >= 0 and before["summary_rows"] > 0
@@ -130,9 +165,18 @@ def test_a_notebook_holding_the_file_open_stops_neither_ingest_nor_compute(db: P
     # ... and a new connection reads the newest one, computed from the new load.
     con = duckdb.connect(str(db), read_only=True)
     try:
-        assert con.execute("SELECT max(batch_id) FROM load_log").fetchall()[0][0] == before["data_version"] + 1
-        assert con.execute("SELECT max(data_version) FROM compute_log").fetchall()[0][0] == before["data_version"] + 1
-        assert con.execute("SELECT count(*) FROM maintenance").fetchall()[0][0] == before["maintenance"] + 1
+        assert (
+            con.execute("SELECT max(batch_id) FROM load_log").fetchall()[0][0]
+            == before["data_version"] + 1
+        )
+        assert (
+            con.execute("SELECT max(data_version) FROM compute_log").fetchall()[0][0]
+            == before["data_version"] + 1
+        )
+        assert (
+            con.execute("SELECT count(*) FROM maintenance").fetchall()[0][0]
+            == before["maintenance"] + 1
+        )
     finally:
         con.close()
     no_leftovers(db)
@@ -179,13 +223,22 @@ with writer_lock(Path(sys.argv[1]).absolute(), "gpufleet ingest prometheus"):
 def test_every_writing_command_waits_for_the_lock_the_same_way_and_names_the_holder(
     db: Path, landing: Path, command: list[str]
 ) -> None:
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_WRITER_LOCK, str(db)], env=ENV, cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITER_LOCK, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         began = time.monotonic()
-        done = gpufleet(db, *[part.format(landing=landing) for part in command],
-                        env={**ENV, "GPUFLEET_LOCK_WAIT_S": "1.5"})
+        done = gpufleet(
+            db,
+            *[part.format(landing=landing) for part in command],
+            env={**ENV, "GPUFLEET_LOCK_WAIT_S": "1.5"},
+        )
         waited = time.monotonic() - began
     finally:
         holder.stdin.write("\n")
@@ -199,8 +252,14 @@ def test_every_writing_command_waits_for_the_lock_the_same_way_and_names_the_hol
 
 def test_a_program_holding_the_file_open_for_writing_is_named(db: Path, tmp_path: Path) -> None:
     hold = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.readline()"
-    holder = subprocess.Popen([sys.executable, "-c", hold, str(db)], env=ENV, cwd=ROOT,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"
         for args in (["compute", "--force"], ["report", "--week", "2026-W48"]):
@@ -223,7 +282,9 @@ def test_a_program_holding_the_file_open_for_writing_is_named(db: Path, tmp_path
         ["app", "--port", "1"],
     ],
 )
-def test_commands_that_only_read_or_compute_refuse_a_missing_database(tmp_path: Path, args: list[str]) -> None:
+def test_commands_that_only_read_or_compute_refuse_a_missing_database(
+    tmp_path: Path, args: list[str]
+) -> None:
     db = tmp_path / "typo.duckdb"
     line = one_error_line(gpufleet(db, *[a.format(tmp=tmp_path) for a in args]))
     assert line == f"Error: Database `{db}` does not exist."
@@ -239,7 +300,9 @@ def test_ingest_creates_the_database(tmp_path: Path) -> None:
     no_leftovers(db)
 
 
-def test_a_link_planted_at_the_lock_file_is_refused_and_never_followed(db: Path, tmp_path: Path) -> None:
+def test_a_link_planted_at_the_lock_file_is_refused_and_never_followed(
+    db: Path, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     lock_path(db).symlink_to(victim)
@@ -261,8 +324,13 @@ with writing(sys.argv[1], command="gpufleet compute", create=False) as session:
 
 def test_a_killed_writer_leaves_the_database_as_it_was_and_its_copy_is_cleaned_up(db: Path) -> None:
     before = db.read_bytes()
-    killed = subprocess.run([sys.executable, "-c", KILL_AFTER_WRITING, str(db)], env=ENV, cwd=ROOT, timeout=120,
-                            check=False)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_WRITING, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
     assert killed.returncode == 9
     assert db.read_bytes() == before
     assert list(db.parent.glob(f".{db.name}.*{WORK_SUFFIX}"))  # its private copy is left behind ...
@@ -271,7 +339,9 @@ def test_a_killed_writer_leaves_the_database_as_it_was_and_its_copy_is_cleaned_u
     no_leftovers(db)  # ... and removed by the next writer
     con = duckdb.connect(str(db), read_only=True)
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {
+            r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
     finally:
         con.close()
     assert "half_written" not in tables
@@ -286,10 +356,18 @@ os._exit(0)  # no checkpoint: the row lives only in the WAL beside the file
 """
 
 
-def test_a_database_written_in_place_with_its_wal_is_adopted_by_the_first_write(tmp_path: Path) -> None:
+def test_a_database_written_in_place_with_its_wal_is_adopted_by_the_first_write(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "old.duckdb"
     open_store(db).close()
-    subprocess.run([sys.executable, "-c", UNCLEAN_OLD_WRITER, str(db)], env=ENV, cwd=ROOT, timeout=120, check=True)
+    subprocess.run(
+        [sys.executable, "-c", UNCLEAN_OLD_WRITER, str(db)],
+        env=ENV,
+        cwd=ROOT,
+        timeout=120,
+        check=True,
+    )
     assert db.with_name(db.name + ".wal").exists()
     done = gpufleet(db, "ingest", "files", str(late_maintenance(tmp_path)))
     assert done.returncode == 0, done.stderr

@@ -664,7 +664,8 @@ def test_demo_queues_stay_short_and_weekly_ettr_steady_over_three_weeks(seed):
     for attempts in by_job.values():
         job, first = attempts[0].job, min(attempts, key=lambda a: a.attempt)
         waits.setdefault((job.queue, int(job.submit_s // week_s)), []).append(
-            (first.start_s - job.submit_s) / 3600)
+            (first.start_s - job.submit_s) / 3600
+        )
         if any(a.end_s is None for a in attempts):
             continue  # still running at the end of the window
         end = max(a.end_s for a in attempts)

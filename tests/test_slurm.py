@@ -65,11 +65,25 @@ def _job(parsed, job_id: str) -> dict:
 )
 def test_job_outcomes(parsed, job_id, state, num_gpus, exit_code, reason):
     job = _job(parsed, job_id)
-    assert (job["state"], job["num_gpus"], job["exit_code"], job["reason"]) == (state, num_gpus, exit_code, reason)
+    assert (job["state"], job["num_gpus"], job["exit_code"], job["reason"]) == (
+        state,
+        num_gpus,
+        exit_code,
+        reason,
+    )
 
 
 def test_pending_jobs_are_skipped_and_steps_are_folded(parsed):
-    assert sorted(parsed.jobs["job_id"]) == ["1001", "1002", "1003", "1004", "1006", "1007", "1008", "1009"]
+    assert sorted(parsed.jobs["job_id"]) == [
+        "1001",
+        "1002",
+        "1003",
+        "1004",
+        "1006",
+        "1007",
+        "1008",
+        "1009",
+    ]
 
 
 def test_requeued_job_has_two_attempts_in_start_order(parsed):
@@ -164,14 +178,22 @@ def test_gpus_of(tres, gpus):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|EXPLODED|0:0|gres/gpu=1|n1|None|0",
-         "sacct.txt, line 3, column `State`: `EXPLODED` is not a Slurm job state"),
-        ("2001|x|u|a|p|2026-11-23T00:00:00|yesterday|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=1|n1|None|0",
-         "sacct.txt, line 3, column `Start`"),
-        ("2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|zero|gres/gpu=1|n1|None|0",
-         "sacct.txt, line 3, column `ExitCode`: `zero` is not `exit:signal`"),
-        ("2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=1|n[1-|None|0",
-         "sacct.txt, line 3, column `NodeList`"),
+        (
+            "2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|EXPLODED|0:0|gres/gpu=1|n1|None|0",
+            "sacct.txt, line 3, column `State`: `EXPLODED` is not a Slurm job state",
+        ),
+        (
+            "2001|x|u|a|p|2026-11-23T00:00:00|yesterday|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=1|n1|None|0",
+            "sacct.txt, line 3, column `Start`",
+        ),
+        (
+            "2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|zero|gres/gpu=1|n1|None|0",
+            "sacct.txt, line 3, column `ExitCode`: `zero` is not `exit:signal`",
+        ),
+        (
+            "2001|x|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=1|n[1-|None|0",
+            "sacct.txt, line 3, column `NodeList`",
+        ),
         ("2001|a|b", "sacct.txt, line 3: has 3 fields, the header has 14"),
     ],
 )
@@ -191,7 +213,10 @@ def test_ingest_is_idempotent_and_warns_without_duplicates(con, tmp_path):
     path = tmp_path / "sacct.txt"
     path.write_text(SACCT + "\n")
     results, parsed = ingest_sacct(con, path)
-    assert {r.table: r.rows_new for r in results} == {"jobs": 8, "job_attempts": 8}  # 7 started + 1 requeue
+    assert {r.table: r.rows_new for r in results} == {
+        "jobs": 8,
+        "job_attempts": 8,
+    }  # 7 started + 1 requeue
     assert parsed.warnings == []
     ingest_sacct(con, path)
     assert row_counts(con, ("jobs", "job_attempts")) == {"jobs": 8, "job_attempts": 8}
@@ -213,7 +238,9 @@ def test_a_name_with_a_pipe_loads_with_the_delimiter_sacct_was_run_with(tmp_path
     named = "3001|eval|nightly|u|a|p|2026-11-23T00:00:00|2026-11-23T00:00:00|2026-11-23T01:00:00|COMPLETED|0:0|gres/gpu=8|n1|None|0"
     with pytest.raises(InputError) as err:
         parse_sacct(f"{HEADER}\n{named}", "sacct.txt")
-    assert "has 15 fields" in str(err.value) and "pass the same --delimiter to `gpufleet ingest sacct`" in str(err.value)
+    assert "has 15 fields" in str(
+        err.value
+    ) and "pass the same --delimiter to `gpufleet ingest sacct`" in str(err.value)
     fields = named.split("|")
     with_semicolons = ";".join([fields[0], "eval|nightly", *fields[3:]])
     path = tmp_path / "sacct.txt"
@@ -221,20 +248,50 @@ def test_a_name_with_a_pipe_loads_with_the_delimiter_sacct_was_run_with(tmp_path
     root = Path(__file__).resolve().parent.parent
     db = tmp_path / "fleet.duckdb"
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines", "--db", str(db), "ingest", "sacct", str(path), "--delimiter", ";"],
-        capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(root)}, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "--db",
+            str(db),
+            "ingest",
+            "sacct",
+            str(path),
+            "--delimiter",
+            ";",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as check:
-        assert check.execute("SELECT job_id, name, num_gpus FROM jobs").fetchall() == [("3001", "eval|nightly", 8)]
+        assert check.execute("SELECT job_id, name, num_gpus FROM jobs").fetchall() == [
+            ("3001", "eval|nightly", 8)
+        ]
     # Without it, the file is refused with the line.
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines", "--db", str(tmp_path / "other.duckdb"), "ingest", "sacct", str(path)],
-        capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(root)}, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pipelines",
+            "--db",
+            str(tmp_path / "other.duckdb"),
+            "ingest",
+            "sacct",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=tmp_path,
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
 

@@ -24,7 +24,9 @@ def _server_answer(samples: list[int], a: int, b: int, closed: bool) -> list[dic
     left edge (closed range [a - 1, b - 1]), Prometheus 3 excludes it ((a - 1, b - 1])."""
     lo = a - 1
     kept = [t for t in samples if (lo <= t if closed else lo < t) and t <= b - 1]
-    return [{"metric": {"__name__": "m"}, "values": [[t / 1000, "1"] for t in kept]}] if kept else []
+    return (
+        [{"metric": {"__name__": "m"}, "values": [[t / 1000, "1"] for t in kept]}] if kept else []
+    )
 
 
 @settings(deadline=None)
@@ -43,7 +45,9 @@ def test_every_sample_of_the_window_is_fetched_exactly_once(samples, start, leng
     samples = sorted(set(samples) | edges)
     fetched = []
     for a, b in parts:
-        for _labels, ts, _values in _matrix(_server_answer(samples, a, b, closed), a, b)[0].series():
+        for _labels, ts, _values in _matrix(_server_answer(samples, a, b, closed), a, b)[
+            0
+        ].series():
             fetched.extend(ts)
     assert fetched == [t for t in samples if start <= t < end]
 
@@ -67,6 +71,8 @@ def test_compressed_node_lists_expand_to_the_hosts(prefix, width, numbers):
             run = [n]
     runs.append(run)
     fmt = f"{{:0{width}d}}"
-    spec = ",".join(fmt.format(r[0]) if len(r) == 1 else f"{fmt.format(r[0])}-{fmt.format(r[-1])}" for r in runs)
+    spec = ",".join(
+        fmt.format(r[0]) if len(r) == 1 else f"{fmt.format(r[0])}-{fmt.format(r[-1])}" for r in runs
+    )
     hosts = [f"{prefix}{fmt.format(n)}" for n in numbers]
     assert expand_nodelist(f"{prefix}[{spec}]") == hosts

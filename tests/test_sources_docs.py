@@ -26,16 +26,24 @@ def test_every_prometheus_setting_is_documented(setting):
     assert f"{setting} =" in DOC or f"`{setting}`" in DOC
 
 
-@pytest.mark.parametrize("example", TOML_EXAMPLES, ids=[f"toml-{i}" for i in range(len(TOML_EXAMPLES))])
+@pytest.mark.parametrize(
+    "example", TOML_EXAMPLES, ids=[f"toml-{i}" for i in range(len(TOML_EXAMPLES))]
+)
 def test_every_toml_example_is_a_valid_prometheus_config(example):
     PrometheusSettings.from_extra(tomllib.loads(example))
 
 
-SETTINGS_BLOCK = DOC.split("### Settings (`[prometheus]` in gpufleet.toml)")[1].split("```toml\n")[1].split("```")[0]
+SETTINGS_BLOCK = (
+    DOC.split("### Settings (`[prometheus]` in gpufleet.toml)")[1]
+    .split("```toml\n")[1]
+    .split("```")[0]
+)
 ABBREVIATED = {"gpu_metrics", "node_metrics"}  # the block says so; the full lists are in the code
 
 
-@pytest.mark.parametrize("key", sorted(set(tomllib.loads(SETTINGS_BLOCK)["prometheus"]) - ABBREVIATED))
+@pytest.mark.parametrize(
+    "key", sorted(set(tomllib.loads(SETTINGS_BLOCK)["prometheus"]) - ABBREVIATED)
+)
 def test_the_settings_block_shows_the_defaults(key):
     # An example value written as if it were the default (a fleet whose nodes are not p5 would get
     # wrong link counts) belongs in the comment.

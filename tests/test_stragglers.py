@@ -55,16 +55,22 @@ def test_mean_shift_onset(series, expected):
 def test_onset_is_zero_or_leaves_both_segments(n, shift_at, shift, seed):
     rng = np.random.default_rng(seed)
     x = 1 + 0.02 * rng.standard_normal(n)
-    x[int(shift_at * n):] += shift
+    x[int(shift_at * n) :] += shift
     onset = mean_shift_onset(x, min_segment=10)
     assert onset == 0 or 10 <= onset <= n - 10
     if onset:
         assert x[onset:].mean() > x[:onset].mean()
 
 
-def job_fleet(slow: dict[int, tuple[int, float]], spread: list[float] | None = None,
-              job_id: str = "j1", offset_min: int = 0, nodes: tuple[str, str] = ("n1", "n2"),
-              spells: dict[int, list[tuple[int, int, float]]] | None = None, steps: int = 200) -> Fleet:
+def job_fleet(
+    slow: dict[int, tuple[int, float]],
+    spread: list[float] | None = None,
+    job_id: str = "j1",
+    offset_min: int = 0,
+    nodes: tuple[str, str] = ("n1", "n2"),
+    spells: dict[int, list[tuple[int, int, float]]] | None = None,
+    steps: int = 200,
+) -> Fleet:
     """A 16-rank job (ranks 0-7 on nodes[0], 8-15 on nodes[1]) of `steps` steps of ~10 s.
 
     `slow`: rank -> (first slow step, factor). `spread`: a per-rank speed factor (heterogeneous ranks).
@@ -83,18 +89,48 @@ def job_fleet(slow: dict[int, tuple[int, float]], spread: list[float] | None = N
             # 7.5 s busy of each 10 s step: a rank 1.3x slow is still busy for less than the step
             # (the landing contract rejects busy time above the step's wall time).
             compute_s = 7.5 * factor * (1 + 0.005 * np.sin(step * 1.3 + rank))
-            fleet.steps.append({
-                "job_id": job_id, "attempt": 0, "step": step, "rank": rank,
-                "node": nodes[rank // 8], "gpu": rank % 8,
-                "end_ts": start + dt.timedelta(seconds=10 * (step + 1)),
-                "step_s": 10.0, "compute_s": float(compute_s),
-            })
+            fleet.steps.append(
+                {
+                    "job_id": job_id,
+                    "attempt": 0,
+                    "step": step,
+                    "rank": rank,
+                    "node": nodes[rank // 8],
+                    "gpu": rank % 8,
+                    "end_ts": start + dt.timedelta(seconds=10 * (step + 1)),
+                    "step_s": 10.0,
+                    "compute_s": float(compute_s),
+                }
+            )
     end = start + dt.timedelta(seconds=10 * steps)
-    fleet.jobs.append({"job_id": job_id, "name": job_id, "user": "u", "team": "t", "queue": "q",
-                       "submit_ts": start, "start_ts": start, "end_ts": end, "num_gpus": 16,
-                       "state": "succeeded", "exit_code": 0, "reason": None})
-    fleet.attempts.append({"job_id": job_id, "attempt": 0, "start_ts": start, "end_ts": end,
-                           "state": "succeeded", "exit_code": 0, "reason": None, "nodes": list(nodes)})
+    fleet.jobs.append(
+        {
+            "job_id": job_id,
+            "name": job_id,
+            "user": "u",
+            "team": "t",
+            "queue": "q",
+            "submit_ts": start,
+            "start_ts": start,
+            "end_ts": end,
+            "num_gpus": 16,
+            "state": "succeeded",
+            "exit_code": 0,
+            "reason": None,
+        }
+    )
+    fleet.attempts.append(
+        {
+            "job_id": job_id,
+            "attempt": 0,
+            "start_ts": start,
+            "end_ts": end,
+            "state": "succeeded",
+            "exit_code": 0,
+            "reason": None,
+            "nodes": list(nodes),
+        }
+    )
     return fleet
 
 
@@ -123,8 +159,10 @@ def stragglers(con, fleet: Fleet) -> list[dict]:
     fleet.load(con)
     hand_rank_slowdown(con)
     compute(con, Settings(), force=True)
-    rel = con.sql("SELECT * FROM anomalies WHERE kind IN ('straggler', 'repeat_offender') "
-                  "ORDER BY kind, job_id, rank")
+    rel = con.sql(
+        "SELECT * FROM anomalies WHERE kind IN ('straggler', 'repeat_offender') "
+        "ORDER BY kind, job_id, rank"
+    )
     return [dict(zip(rel.columns, row)) for row in rel.fetchall()]
 
 
@@ -170,7 +208,8 @@ def test_repeat_offender_host(con):
     rows = stragglers(con, fleet)
     offenders = [r for r in rows if r["kind"] == "repeat_offender"]
     assert [(r["node"], r["start_ts"], r["score"]) for r in offenders] == [
-        ("n3", T0 + dt.timedelta(minutes=60), 2.0)]
+        ("n3", T0 + dt.timedelta(minutes=60), 2.0)
+    ]
     assert json.loads(offenders[0]["evidence"])["jobs"] == ["j1", "j2"]
     # One straggler episode in each job: 2 episodes.
     assert json.loads(offenders[0]["evidence"])["episodes"] == 2
@@ -201,7 +240,7 @@ def test_change_points_leave_min_segments(n, seed, shift):
     # Every segment between change points keeps >= min_segment elements; points are sorted.
     rng = np.random.default_rng(seed)
     x = 1 + 0.01 * rng.standard_normal(n)
-    x[n // 3: 2 * n // 3] += shift
+    x[n // 3 : 2 * n // 3] += shift
     cuts = binary_segmentation(x, penalty=8 * 0.01**2 * np.log(n), min_segment=10)
     bounds = [0, *cuts, n]
     assert cuts == sorted(cuts)
@@ -219,14 +258,16 @@ def test_spell_that_starts_and_ends_is_one_episode(con):
     # of step 80 (T0 + 80 x 10 s = T0 + 800 s) to the end of step 139 (T0 + 1400 s), not open.
     rows = stragglers(con, job_fleet({}, spells={5: [(80, 139, 1.3)]}))
     assert [(r["rank"], r["start_ts"], r["end_ts"]) for r in rows] == [
-        (5, T0 + dt.timedelta(seconds=800), T0 + dt.timedelta(seconds=1400))]
+        (5, T0 + dt.timedelta(seconds=800), T0 + dt.timedelta(seconds=1400))
+    ]
     evidence = json.loads(rows[0]["evidence"])
     assert (evidence["first_step"], evidence["last_step"], evidence["open"]) == (80, 139, False)
     assert evidence["median_ratio_in_episode"] == pytest.approx(1.3, abs=0.01)
     # The whole-attempt verdict stays: 60 of 200 steps slow leaves the median ratio ~1, no
     # straggler; 1 episode covering 60 / 200 = 30 % of the rank's steps.
-    assert con.execute("SELECT is_straggler, episodes, episode_share FROM rank_slowdown WHERE rank = 5"
-                       ).fetchall() == [(False, 1, pytest.approx(0.3))]
+    assert con.execute(
+        "SELECT is_straggler, episodes, episode_share FROM rank_slowdown WHERE rank = 5"
+    ).fetchall() == [(False, 1, pytest.approx(0.3))]
 
 
 def test_two_spells_are_two_episodes(con):
@@ -234,7 +275,10 @@ def test_two_spells_are_two_episodes(con):
     # the last step, so it ends with the attempt (T0 + 2,000 s).
     rows = stragglers(con, job_fleet({}, spells={3: [(40, 89, 1.05), (150, 199, 1.05)]}))
     assert episode_rows(con) == [(3, 40, 89, False), (3, 150, 199, True)]
-    assert [r["end_ts"] for r in rows] == [T0 + dt.timedelta(seconds=900), T0 + dt.timedelta(seconds=2000)]
+    assert [r["end_ts"] for r in rows] == [
+        T0 + dt.timedelta(seconds=900),
+        T0 + dt.timedelta(seconds=2000),
+    ]
 
 
 def test_ranks_that_trade_places(con):
@@ -243,7 +287,8 @@ def test_ranks_that_trade_places(con):
     late = {r: [(180, 199, f)] for r, f in zip(range(10, 16), (1.07, 1.09, 1.11, 1.13, 1.15, 1.17))}
     stragglers(con, job_fleet({}, spells={1: [(0, 179, 1.10)], 2: [(0, 179, 1.10)], **late}))
     assert episode_rows(con) == [(1, 0, 179, False), (2, 0, 179, False)] + [
-        (r, 180, 199, True) for r in range(10, 16)]
+        (r, 180, 199, True) for r in range(10, 16)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -274,17 +319,27 @@ def test_slowdowns_shared_by_every_rank_give_no_episode(seed, ranks, noise):
     shared = np.exp(rng.normal(0, 0.5, steps))[:, None]  # per-step factor for all ranks
     times = 10 * shared * (1 + noise * rng.standard_normal((steps, ranks)))
     ratio = times / np.median(times, axis=1, keepdims=True)
-    frame = pl.DataFrame({
-        "job_id": "j", "attempt": 0,
-        "step": np.tile(np.arange(steps), ranks), "rank": np.repeat(np.arange(ranks), steps),
-        "node": "n1", "gpu": 0,
-        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
-        "end_ts": [T0] * (steps * ranks), "step_s": 10.0,
-    })
+    frame = pl.DataFrame(
+        {
+            "job_id": "j",
+            "attempt": 0,
+            "step": np.tile(np.arange(steps), ranks),
+            "rank": np.repeat(np.arange(ranks), steps),
+            "node": "n1",
+            "gpu": 0,
+            "time_s": times.T.reshape(-1),
+            "ratio": ratio.T.reshape(-1),
+            "drag_s": 0.0,
+            "end_ts": [T0] * (steps * ranks),
+            "step_s": 10.0,
+        }
+    )
     assert attempt_episodes(frame, EpisodeParams()) is None
 
 
-def _groups_ratio(levels: list[float], slow_from: int, slow: dict[int, float], rows: int = 120) -> np.ndarray:
+def _groups_ratio(
+    levels: list[float], slow_from: int, slow: dict[int, float], rows: int = 120
+) -> np.ndarray:
     """A rows x ranks ratio matrix against the plain step median: rank r runs at levels[r] (x
     slow[r] from row `slow_from`), with +-0.5 % deterministic per-step wobble."""
     wobble = 1 + 0.005 * np.sin(np.arange(rows)[:, None] * 1.3 + np.arange(len(levels)))
@@ -304,8 +359,11 @@ def _groups_ratio(levels: list[float], slow_from: int, slow: dict[int, float], r
         # = 1.2: missed. Among the others not slow there (0.917 x4, 1.0 x2: centre 0.917, MAD 0,
         # floored at 0.005) z = 0.23 / 0.0074 = 31: found from row 60. Ranks 0-1 run at the step
         # median from row 60: their episode ends at row 59.
-        ([1.09, 1.09, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], {6: 1.25, 7: 1.25, 8: 1.25, 9: 1.25},
-         [(0, 0, 59), (1, 0, 59), (6, 60, 119), (7, 60, 119), (8, 60, 119), (9, 60, 119)]),
+        (
+            [1.09, 1.09, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+            {6: 1.25, 7: 1.25, 8: 1.25, 9: 1.25},
+            [(0, 0, 59), (1, 0, 59), (6, 60, 119), (7, 60, 119), (8, 60, 119), (9, 60, 119)],
+        ),
         # Ranks spread evenly over 0.95-1.10 (like PAI job 1's first 600 iterations): ratios
         # 0.927-1.073. The slowest is above 1.02, but the others not slow (0.927-1.008: centre
         # 0.967, MAD 0.0245) make it z = 0.106 / (1.4826 x 0.0245) = 2.9 < 3.5: nothing found.
@@ -334,14 +392,24 @@ def test_half_the_ranks_slow_get_the_median_of_the_others_as_reference():
     times = 10.0 * wobble
     times[60:, 5:] *= 1.1
     ratio = times / np.median(times, axis=1, keepdims=True)
-    frame = pl.DataFrame({
-        "job_id": "j", "attempt": 0,
-        "step": np.tile(np.arange(rows), ranks), "rank": np.repeat(np.arange(ranks), rows),
-        "node": "n1", "gpu": 0,
-        "time_s": times.T.reshape(-1), "ratio": ratio.T.reshape(-1), "drag_s": 0.0,
-        "end_ts": [T0] * (rows * ranks), "step_s": 10.0,
-    })
+    frame = pl.DataFrame(
+        {
+            "job_id": "j",
+            "attempt": 0,
+            "step": np.tile(np.arange(rows), ranks),
+            "rank": np.repeat(np.arange(ranks), rows),
+            "node": "n1",
+            "gpu": 0,
+            "time_s": times.T.reshape(-1),
+            "ratio": ratio.T.reshape(-1),
+            "drag_s": 0.0,
+            "end_ts": [T0] * (rows * ranks),
+            "step_s": 10.0,
+        }
+    )
     found = attempt_episodes(frame, EpisodeParams())
     assert found is not None
-    assert found.select("rank", "first_step", "last_step").rows() == [(r, 60, 119) for r in range(5, 10)]
+    assert found.select("rank", "first_step", "last_step").rows() == [
+        (r, 60, 119) for r in range(5, 10)
+    ]
     assert found["median_ratio"].to_list() == pytest.approx([1.1] * 5, abs=0.005)

@@ -18,13 +18,20 @@ from tests.conftest import require
 
 def _clean_env() -> dict[str, str]:
     # No STREAMLIT_* variable may stand in for the file.
-    return {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")} | {"PYTHONPATH": str(ROOT)}
+    return {k: v for k, v in os.environ.items() if not k.startswith("STREAMLIT_")} | {
+        "PYTHONPATH": str(ROOT)
+    }
 
 
 def test_streamlit_reads_the_shipped_config() -> None:
     shown = subprocess.run(
-        [sys.executable, "-m", "streamlit", "config", "show"], cwd=ROOT, env=_clean_env(),
-        capture_output=True, text=True, timeout=120, check=True,
+        [sys.executable, "-m", "streamlit", "config", "show"],
+        cwd=ROOT,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     ).stdout
     # The listing is TOML laid out for a terminal: read its headers and `key = value` lines.
     effective: dict[str, dict] = {}
@@ -55,9 +62,21 @@ def test_streamlit_run_app_py_listens_on_loopback_only(tmp_path: Path) -> None:
     other = _outbound_address()
     require(other is not None, "a non-loopback network address")
     # Exactly the documented command (plus a free port), from the repository folder.
-    with streamlit_server(
-        lambda port: [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-        tmp_path / "streamlit.log",
-        env=_clean_env() | {"GPUFLEET_DB": str(tmp_path / "none.duckdb")},
-    ) as served, pytest.raises(OSError), socket.create_connection((other, served.port), timeout=3):
+    with (
+        streamlit_server(
+            lambda port: [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(port),
+            ],
+            tmp_path / "streamlit.log",
+            env=_clean_env() | {"GPUFLEET_DB": str(tmp_path / "none.duckdb")},
+        ) as served,
+        pytest.raises(OSError),
+        socket.create_connection((other, served.port), timeout=3),
+    ):
         pass

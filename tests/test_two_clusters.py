@@ -29,7 +29,9 @@ START = "2026-11-23"
 
 def _simulate(root: Path, prefix: str, seed: int) -> Path:
     out = root / prefix
-    simulate_to_dir(SimulationConfig.create(nodes=6, days=1, seed=seed, start=START, cluster_prefix=prefix), out)
+    simulate_to_dir(
+        SimulationConfig.create(nodes=6, days=1, seed=seed, start=START, cluster_prefix=prefix), out
+    )
     return out
 
 
@@ -51,9 +53,13 @@ def fleets(tmp_path_factory) -> dict[str, object]:
 
 
 def _clusters_of(con: duckdb.DuckDBPyConnection, prefix: str) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT DISTINCT cluster FROM nodes WHERE starts_with(cluster, $p) ORDER BY 1", {"p": prefix + "-"}
-    ).fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT cluster FROM nodes WHERE starts_with(cluster, $p) ORDER BY 1",
+            {"p": prefix + "-"},
+        ).fetchall()
+    ]
 
 
 def test_the_two_fleets_share_node_names_and_job_ids(fleets):
@@ -78,7 +84,9 @@ def test_every_landing_table_holds_both_clusters(fleets, table):
         ).fetchall()[0][0]
         assert stored == single
     if row_counts(both, (table,))[table]:
-        prefixes = both.execute(f"SELECT DISTINCT split_part(cluster, '-', 1) FROM {table} ORDER BY 1").fetchall()
+        prefixes = both.execute(
+            f"SELECT DISTINCT split_part(cluster, '-', 1) FROM {table} ORDER BY 1"
+        ).fetchall()
         assert prefixes == [(EAST,), (WEST,)]
 
 
@@ -97,7 +105,9 @@ def _rows(con: duckdb.DuckDBPyConnection, table: str, clusters: list[str]) -> li
     order = sorted(range(len(columns)), key=lambda i: columns[i])
     return sorted(
         (tuple(row[i] for i in order) for row in rows),
-        key=lambda r: tuple((v is None, str(round(v, 6)) if isinstance(v, float) else str(v)) for v in r),
+        key=lambda r: tuple(
+            (v is None, str(round(v, 6)) if isinstance(v, float) else str(v)) for v in r
+        ),
     )
 
 
@@ -109,19 +119,38 @@ def _same(a: object, b: object) -> bool:
     return a == b
 
 
-UTILISATION_TABLES = ("gpu_job_assignments", "gpu_activity_windows", "gpu_utilisation_daily", "job_utilisation",
-                      "team_utilisation_weekly", "mig_packing")
+UTILISATION_TABLES = (
+    "gpu_job_assignments",
+    "gpu_activity_windows",
+    "gpu_utilisation_daily",
+    "job_utilisation",
+    "team_utilisation_weekly",
+    "mig_packing",
+)
 
 
 def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
     both, alone = fleets["both"], fleets["alone"]
     tables = _derived_tables(both)
-    assert {"anomalies", "node_state_intervals", "goodput_segments", "weekly_summary", "rank_slowdown",
-            *UTILISATION_TABLES} <= set(tables)
+    assert {
+        "anomalies",
+        "node_state_intervals",
+        "goodput_segments",
+        "weekly_summary",
+        "rank_slowdown",
+        *UTILISATION_TABLES,
+    } <= set(tables)
     # The simulated fleets hold whole-GPU jobs: the utilisation tables have rows in both clusters.
-    for table in ("gpu_job_assignments", "gpu_activity_windows", "gpu_utilisation_daily", "job_utilisation",
-                  "team_utilisation_weekly"):
-        prefixes = both.execute(f"SELECT DISTINCT split_part(cluster, '-', 1) FROM {table} ORDER BY 1").fetchall()
+    for table in (
+        "gpu_job_assignments",
+        "gpu_activity_windows",
+        "gpu_utilisation_daily",
+        "job_utilisation",
+        "team_utilisation_weekly",
+    ):
+        prefixes = both.execute(
+            f"SELECT DISTINCT split_part(cluster, '-', 1) FROM {table} ORDER BY 1"
+        ).fetchall()
         assert prefixes == [(EAST,), (WEST,)], table
     checked = 0
     for name in (EAST, WEST):
@@ -149,8 +178,12 @@ def test_reference_tables_are_kept_once_without_a_cluster(fleets, table):
 def test_the_all_clusters_week_counts_both(fleets):
     both = fleets["both"]
     jobs = both.execute("SELECT count(*) FROM job_outcomes").fetchall()[0][0]
-    per_cluster = both.execute("SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster <> '*'").fetchall()[0][0]
-    total = both.execute("SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster = '*'").fetchall()[0][0]
+    per_cluster = both.execute(
+        "SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster <> '*'"
+    ).fetchall()[0][0]
+    total = both.execute(
+        "SELECT sum(jobs_ended) FROM weekly_summary WHERE cluster = '*'"
+    ).fetchall()[0][0]
     assert jobs > 0 and total == per_cluster
 
 
@@ -162,7 +195,11 @@ def mig_fleets(tmp_path_factory) -> dict[str, duckdb.DuckDBPyConnection]:
 
     root = tmp_path_factory.mktemp("mig-two-clusters")
     made = {}
-    for name, parts in (("both", (("c1", 1.0), ("c2", 0.5))), ("c1", (("c1", 1.0),)), ("c2", (("c2", 0.5),))):
+    for name, parts in (
+        ("both", (("c1", 1.0), ("c2", 0.5))),
+        ("c1", (("c1", 1.0),)),
+        ("c2", (("c2", 0.5),)),
+    ):
         con = open_store(root / f"{name}.duckdb")
         for cluster, activity in parts:
             build_fleet(con, cluster, activity)
@@ -185,13 +222,16 @@ def test_each_clusters_utilisation_with_mig_equals_the_cluster_alone(mig_fleets,
 def test_mig_instance_samples_keep_their_cluster_and_weekly_utilisation_adds_up(mig_fleets):
     both = mig_fleets["both"]
     # 60 scrapes x 3 instances x 2 fields per cluster, each in its own cluster.
-    assert both.execute("SELECT cluster, count(*) FROM gpu_instance_samples GROUP BY 1 ORDER BY 1").fetchall() == [
-        ("c1", 360), ("c2", 360)
-    ]
-    rows = {r[0]: r[1:] for r in both.execute(
-        "SELECT cluster, measured_allocated_gpu_h, busy_allocated_gpu_h, allocated_idle_gpu_h, gpus_freeable_by_mig "
-        "FROM weekly_summary WHERE week = '2026-W48'"
-    ).fetchall()}
+    assert both.execute(
+        "SELECT cluster, count(*) FROM gpu_instance_samples GROUP BY 1 ORDER BY 1"
+    ).fetchall() == [("c1", 360), ("c2", 360)]
+    rows = {
+        r[0]: r[1:]
+        for r in both.execute(
+            "SELECT cluster, measured_allocated_gpu_h, busy_allocated_gpu_h, allocated_idle_gpu_h, gpus_freeable_by_mig "
+            "FROM weekly_summary WHERE week = '2026-W48'"
+        ).fetchall()
+    }
     assert set(rows) == {"c1", "c2", "*"}
     for i in range(4):
         assert rows["*"][i] == pytest.approx(rows["c1"][i] + rows["c2"][i])
@@ -223,11 +263,25 @@ JOBS = "cluster,job_id,submit_ts,start_ts,end_ts,num_gpus,state\n"
 def test_a_running_job_that_ends_later_is_updated_in_its_own_cluster(tmp_path):
     con = open_store(tmp_path / "db.duckdb")
     # Job 7 runs in both clusters; a later batch ends east's only.
-    ingest_files(con, _write(tmp_path / "b1", "jobs.csv", JOBS
-                             + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,,8,running\n"
-                             + "west,7,2026-11-23T05:00:00Z,2026-11-23T05:01:00Z,,16,running\n"))
-    results = ingest_files(con, _write(tmp_path / "b2", "jobs.csv", JOBS
-                                       + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,2026-11-23T02:00:00Z,8,succeeded\n"))
+    ingest_files(
+        con,
+        _write(
+            tmp_path / "b1",
+            "jobs.csv",
+            JOBS
+            + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,,8,running\n"
+            + "west,7,2026-11-23T05:00:00Z,2026-11-23T05:01:00Z,,16,running\n",
+        ),
+    )
+    results = ingest_files(
+        con,
+        _write(
+            tmp_path / "b2",
+            "jobs.csv",
+            JOBS
+            + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,2026-11-23T02:00:00Z,8,succeeded\n",
+        ),
+    )
     (jobs,) = results
     assert (jobs.rows_new, jobs.rows_updated, jobs.rows_unchanged) == (0, 1, 0)
     states = dict(con.execute("SELECT cluster, state FROM jobs WHERE job_id = '7'").fetchall())
@@ -236,10 +290,19 @@ def test_a_running_job_that_ends_later_is_updated_in_its_own_cluster(tmp_path):
 
 def test_a_reused_ended_id_is_refused_in_its_cluster_and_a_new_job_in_the_other(tmp_path):
     con = open_store(tmp_path / "db.duckdb")
-    ingest_files(con, _write(tmp_path / "b1", "jobs.csv", JOBS
-                             + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,2026-11-23T02:00:00Z,8,succeeded\n"))
+    ingest_files(
+        con,
+        _write(
+            tmp_path / "b1",
+            "jobs.csv",
+            JOBS
+            + "east,7,2026-11-23T00:00:00Z,2026-11-23T00:01:00Z,2026-11-23T02:00:00Z,8,succeeded\n",
+        ),
+    )
     reused = JOBS + "{},7,2026-11-30T00:00:00Z,2026-11-30T00:01:00Z,2026-11-30T02:00:00Z,8,failed\n"
-    with pytest.raises(InputError, match=r"line 2.*cluster `east`, job_id `7` has ended with submit_ts"):
+    with pytest.raises(
+        InputError, match=r"line 2.*cluster `east`, job_id `7` has ended with submit_ts"
+    ):
         ingest_files(con, _write(tmp_path / "b2", "jobs.csv", reused.format("east")))
     (jobs,) = ingest_files(con, _write(tmp_path / "b3", "jobs.csv", reused.format("west")))
     assert (jobs.rows_new, jobs.rows_updated) == (1, 0)
@@ -256,14 +319,25 @@ SAMPLES = "ts,node,gpu,metric,value\n2026-11-23T00:00:00Z,gpu002,0,DCGM_FI_DEV_G
         # gpu002 is in east only: its samples take east.
         (SAMPLES, None, "east"),
         # gpu001 is in east and west: refused, naming the node and both clusters.
-        (SAMPLES.replace("gpu002", "gpu001"), None, r"line 2, column `node`: node `gpu001` is in several clusters \(east, west\)"),
+        (
+            SAMPLES.replace("gpu002", "gpu001"),
+            None,
+            r"line 2, column `node`: node `gpu001` is in several clusters \(east, west\)",
+        ),
         # ... unless the batch says which.
         (SAMPLES.replace("gpu002", "gpu001"), "west", "west"),
         # gpu009 is in no cluster and the database knows two: refused, with the hint to pass --cluster.
-        (SAMPLES.replace("gpu002", "gpu009"), None, r"node `gpu009` is in no known cluster(.|\n)*--cluster"),
+        (
+            SAMPLES.replace("gpu002", "gpu009"),
+            None,
+            r"node `gpu009` is in no known cluster(.|\n)*--cluster",
+        ),
         # A record whose own cluster differs from --cluster is refused, naming its line.
-        ("cluster," + SAMPLES.replace("\n2026", "\neast,2026"), "west",
-         r"line 2, column `cluster`: the record's cluster `east` differs from --cluster `west`"),
+        (
+            "cluster," + SAMPLES.replace("\n2026", "\neast,2026"),
+            "west",
+            r"line 2, column `cluster`: the record's cluster `east` differs from --cluster `west`",
+        ),
     ],
 )
 def test_cluster_resolution(tmp_path, samples, cluster, expected):
@@ -286,37 +360,56 @@ def test_a_job_takes_the_cluster_of_its_attempts_nodes(tmp_path):
     batch = tmp_path / "batch"
     _write(batch, "jobs.csv", "job_id,num_gpus,state\n7,16,failed\n")
     # gpu001 is in both clusters, gpu002 in east only: the attempt's nodes are all in east.
-    _write(batch, "job_attempts.jsonl",
-           '{"job_id": "7", "attempt": 0, "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T01:00:00Z", '
-           '"state": "failed", "nodes": ["gpu001", "gpu002"]}\n')
+    _write(
+        batch,
+        "job_attempts.jsonl",
+        '{"job_id": "7", "attempt": 0, "start_ts": "2026-11-23T00:00:00Z", "end_ts": "2026-11-23T01:00:00Z", '
+        '"state": "failed", "nodes": ["gpu001", "gpu002"]}\n',
+    )
     ingest_files(con, batch)
-    assert con.execute("SELECT cluster FROM jobs UNION ALL SELECT cluster FROM job_attempts").fetchall() == [
-        ("east",), ("east",)
-    ]
+    assert con.execute(
+        "SELECT cluster FROM jobs UNION ALL SELECT cluster FROM job_attempts"
+    ).fetchall() == [("east",), ("east",)]
 
 
 def test_a_database_of_the_older_schema_upgrades_in_place(tmp_path):
     old_schema = subprocess.run(
-        ["git", "show", "b4719d4:queries/schema/landing.sql"], capture_output=True, text=True, check=False,
+        ["git", "show", "b4719d4:queries/schema/landing.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
         cwd=Path(__file__).parent,
     )
     require(old_schema.returncode == 0, "commit b4719d4 in the git history")
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
     con.execute(old_schema.stdout)
-    con.execute("INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)")
-    con.execute("INSERT INTO gpu_samples VALUES ('2026-11-23 00:00:00+00', 'gpu002', 0, NULL, 'DCGM_FI_DEV_GPU_UTIL', 90)")
-    con.execute("INSERT INTO jobs (job_id, num_gpus, state) VALUES ('7', 8, 'failed'), ('8', 8, 'failed')")
-    con.execute("INSERT INTO job_attempts VALUES ('7', 0, '2026-11-23 00:00:00+00', NULL, 'running', NULL, NULL, ['gpu001'])")
-    con.execute("INSERT INTO rank_steps VALUES ('7', 0, 1, 0, 'gpu001', 0, '2026-11-23 00:01:00+00', 1.0, NULL)")
+    con.execute(
+        "INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)"
+    )
+    con.execute(
+        "INSERT INTO gpu_samples VALUES ('2026-11-23 00:00:00+00', 'gpu002', 0, NULL, 'DCGM_FI_DEV_GPU_UTIL', 90)"
+    )
+    con.execute(
+        "INSERT INTO jobs (job_id, num_gpus, state) VALUES ('7', 8, 'failed'), ('8', 8, 'failed')"
+    )
+    con.execute(
+        "INSERT INTO job_attempts VALUES ('7', 0, '2026-11-23 00:00:00+00', NULL, 'running', NULL, NULL, ['gpu001'])"
+    )
+    con.execute(
+        "INSERT INTO rank_steps VALUES ('7', 0, 1, 0, 'gpu001', 0, '2026-11-23 00:01:00+00', 1.0, NULL)"
+    )
     con.execute("INSERT INTO load_log VALUES (1, now(), 'files:old', ['nodes'], 7, 7)")
     con.close()
     con = open_store(path)  # a writing open upgrades
     assert con.execute("SELECT cluster FROM gpu_samples").fetchall() == [("west",)]
-    assert dict(con.execute("SELECT job_id, cluster FROM jobs").fetchall()) == {"7": "east", "8": "unknown"}
-    assert con.execute("SELECT cluster FROM job_attempts UNION ALL SELECT cluster FROM rank_steps").fetchall() == [
-        ("east",), ("east",)
-    ]
+    assert dict(con.execute("SELECT job_id, cluster FROM jobs").fetchall()) == {
+        "7": "east",
+        "8": "unknown",
+    }
+    assert con.execute(
+        "SELECT cluster FROM job_attempts UNION ALL SELECT cluster FROM rank_steps"
+    ).fetchall() == [("east",), ("east",)]
     assert con.execute("SELECT max(batch_id), count(*) FROM load_log").fetchall() == [(2, 2)]
     con.close()
     con = open_store(path)  # the second open has nothing to do
@@ -326,8 +419,13 @@ def test_a_database_of_the_older_schema_upgrades_in_place(tmp_path):
 def test_gpufleet_migrate_says_what_it_upgraded(tmp_path):
     import sys
 
-    old_schema = subprocess.run(["git", "show", "b4719d4:queries/schema/landing.sql"], capture_output=True,
-                                text=True, check=False, cwd=Path(__file__).parent)
+    old_schema = subprocess.run(
+        ["git", "show", "b4719d4:queries/schema/landing.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
     require(old_schema.returncode == 0, "commit b4719d4 in the git history")
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
@@ -344,18 +442,27 @@ def test_gpufleet_migrate_says_what_it_upgraded(tmp_path):
 
 def test_mig_instance_samples_of_an_older_database_take_their_nodes_cluster(tmp_path):
     # f4e4d8f: gpu_instance_samples without `cluster` (and `cluster` on `nodes` only).
-    old_schema = subprocess.run(["git", "show", "f4e4d8f:queries/schema/landing.sql"], capture_output=True,
-                                text=True, check=False, cwd=Path(__file__).parent)
+    old_schema = subprocess.run(
+        ["git", "show", "f4e4d8f:queries/schema/landing.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
     require(old_schema.returncode == 0, "commit f4e4d8f in the git history")
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
     con.execute(old_schema.stdout)
-    con.execute("INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)")
-    con.execute("INSERT INTO gpu_instance_samples VALUES ('2026-11-23 00:00:00+00', 'gpu002', 0, NULL, 1, '3g.40gb', "
-                "'4711', 'DCGM_FI_PROF_GR_ENGINE_ACTIVE', 0.5)")
+    con.execute(
+        "INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)"
+    )
+    con.execute(
+        "INSERT INTO gpu_instance_samples VALUES ('2026-11-23 00:00:00+00', 'gpu002', 0, NULL, 1, '3g.40gb', "
+        "'4711', 'DCGM_FI_PROF_GR_ENGINE_ACTIVE', 0.5)"
+    )
     con.close()
     con = open_store(path)  # a writing open upgrades
-    assert con.execute("SELECT cluster, node, gpu_i_id, job_id FROM gpu_instance_samples").fetchall() == [
-        ("west", "gpu002", 1, "4711")
-    ]
+    assert con.execute(
+        "SELECT cluster, node, gpu_i_id, job_id FROM gpu_instance_samples"
+    ).fetchall() == [("west", "gpu002", 1, "4711")]
     con.close()

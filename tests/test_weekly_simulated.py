@@ -18,8 +18,9 @@ W48 = parse_week("2026-W48")
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory):
-    connection = connect(simulated_fleet(tmp_path_factory.mktemp("sim") / "fleet.duckdb"),
-                         read_only=True)
+    connection = connect(
+        simulated_fleet(tmp_path_factory.mktemp("sim") / "fleet.duckdb"), read_only=True
+    )
     yield connection
     connection.close()
 
@@ -44,7 +45,10 @@ def test_weekly_rows_agree_with_the_daily_views(con):
     for week, cluster, failures, daily_failures, *pairs in rows:
         assert failures == daily_failures, (week, cluster)
         for ours, theirs in zip(pairs[::2], pairs[1::2]):
-            assert (ours is None and theirs is None) or ours == pytest.approx(theirs), (week, cluster)
+            assert (ours is None and theirs is None) or ours == pytest.approx(theirs), (
+                week,
+                cluster,
+            )
     # not vacuous: the simulated faults make nodes fail and recover
     assert sum(r[2] for r in rows) > 0 and any(r[4] is not None for r in rows)
 
@@ -90,7 +94,9 @@ def test_report_numbers_are_the_views_numbers(con):
         "SELECT sum(capacity_gpu_h)::DOUBLE, sum(productive_gpu_h)::DOUBLE FROM goodput_stack "
         "WHERE week = '2026-W48'"
     ).fetchall()[0]
-    assert stack["capacity"] == pytest.approx(capacity) and stack["productive"] == pytest.approx(productive)
+    assert stack["capacity"] == pytest.approx(capacity) and stack["productive"] == pytest.approx(
+        productive
+    )
     lost = con.sql(
         "SELECT sum((unavailable_s + unknown_s) * n.gpu_count) / 3600 FROM node_availability_daily d "
         "JOIN nodes n USING (node) WHERE day >= '2026-11-23' AND day < '2026-11-30'"
@@ -106,15 +112,20 @@ def test_report_numbers_are_the_views_numbers(con):
     assert failed + sum(f["attempts"] for f in payload["not_failures"]) == ended_badly
 
 
-@pytest.mark.parametrize("table", ["job_goodput", "rank_slowdown", "goodput_segments", "goodput_stack"])
+@pytest.mark.parametrize(
+    "table", ["job_goodput", "rank_slowdown", "goodput_segments", "goodput_stack"]
+)
 def test_exported_parquet_equals_the_view(con, tmp_path: Path, table):
     # DECIMAL seconds and GPU-hours, lists and booleans survive the round trip.
     export_week(con, W48, tmp_path, "parquet", [table])
     columns = ", ".join(f'"{c}"' for c in con.sql(f"SELECT * FROM {table} LIMIT 0").columns)
     view = con.sql(
         f"SELECT {columns} FROM {table} WHERE "
-        + ("week = '2026-W48'" if table == "goodput_stack" else
-           "job_id IN (SELECT job_id FROM job_outcomes WHERE end_ts >= '2026-11-23' AND end_ts < '2026-11-30')")
+        + (
+            "week = '2026-W48'"
+            if table == "goodput_stack"
+            else "job_id IN (SELECT job_id FROM job_outcomes WHERE end_ts >= '2026-11-23' AND end_ts < '2026-11-30')"
+        )
     ).fetchall()
     back = con.sql(
         f"SELECT {columns} FROM read_parquet('{tmp_path}/{table}/**/*.parquet', hive_partitioning = true)"

@@ -107,7 +107,12 @@ CASES = [
     ("2026-W48", "c1", "hardware_failures", 1),  # j2 a0
     ("2026-W48", "c1", "user_failures", 1),  # j4 cancelled
     ("2026-W48", "c2", "software_failures", 3),  # j3 a0..a2
-    ("2026-W48", "c2", "infrastructure_failures", 0),  # j5 a0 preempted: policy, never a fleet failure
+    (
+        "2026-W48",
+        "c2",
+        "infrastructure_failures",
+        0,
+    ),  # j5 a0 preempted: policy, never a fleet failure
     ("2026-W48", "c2", "user_failures", 1),  # j5 a1 timeout
     ("2026-W48", "*", "hardware_failures", 1),
     ("2026-W48", "*", "software_failures", 3),
@@ -150,8 +155,12 @@ def test_weekly_summary_values(summary, week, cluster, column, expected):
 
 def test_one_row_per_week_and_cluster_plus_all_clusters(summary):
     assert sorted(summary) == [
-        ("2026-W47", "*"), ("2026-W47", "c1"), ("2026-W47", "c2"),
-        ("2026-W48", "*"), ("2026-W48", "c1"), ("2026-W48", "c2"),
+        ("2026-W47", "*"),
+        ("2026-W47", "c1"),
+        ("2026-W47", "c2"),
+        ("2026-W48", "*"),
+        ("2026-W48", "c1"),
+        ("2026-W48", "c2"),
     ]
     assert str(summary[("2026-W48", "*")]["week_start"]) == "2026-11-23"
 
@@ -161,10 +170,22 @@ def test_contract_columns_come_first(con):
     compute_summary(con)
     columns = con.sql("SELECT * FROM weekly_summary LIMIT 0").columns
     assert columns[:16] == [
-        "week", "cluster", "node_availability", "job_success_rate", "job_success_rate_gpu_h",
-        "first_attempt_success_rate", "goodput", "ettr", "mtbf_h", "mttr_h",
-        "interruptions_per_1k_gpu_days", "hardware_failures", "software_failures",
-        "infrastructure_failures", "user_failures", "unknown_failures",
+        "week",
+        "cluster",
+        "node_availability",
+        "job_success_rate",
+        "job_success_rate_gpu_h",
+        "first_attempt_success_rate",
+        "goodput",
+        "ettr",
+        "mtbf_h",
+        "mttr_h",
+        "interruptions_per_1k_gpu_days",
+        "hardware_failures",
+        "software_failures",
+        "infrastructure_failures",
+        "user_failures",
+        "unknown_failures",
     ]
 
 
@@ -179,13 +200,17 @@ def test_a_week_without_jobs_has_null_rates_not_perfect_ones(con):
 
 
 # Property: the '*' row re-aggregates the per-cluster rows exactly (numerators and denominators).
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     outcomes=st.lists(
         st.tuples(
             st.sampled_from(["n1", "n2", "n3"]),
             st.integers(min_value=0, max_value=13),  # day offset from 2026-11-16
-            st.sampled_from(["succeeded", "failed", "node_fail", "timeout", "cancelled", "preempted"]),
+            st.sampled_from(
+                ["succeeded", "failed", "node_fail", "timeout", "cancelled", "preempted"]
+            ),
             st.integers(min_value=1, max_value=64),
         ),
         max_size=12,
@@ -204,8 +229,16 @@ def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
         )
         con.execute(
             "INSERT INTO job_outcomes VALUES (?, ?, ?, ?, ?, NULL, false, 1, ?, ?, ?, [])",
-            [f"h{i}", end, state, eligible, state == "succeeded", gpus, float(gpus),
-             state == "succeeded"],
+            [
+                f"h{i}",
+                end,
+                state,
+                eligible,
+                state == "succeeded",
+                gpus,
+                float(gpus),
+                state == "succeeded",
+            ],
         )
         con.execute(
             "INSERT INTO attempt_outcomes (job_id, attempt, start_ts, end_ts, state, num_gpus) "
@@ -259,22 +292,47 @@ def attribution_summary(tmp_path_factory):
     from tests.goodput_fleet import attempt, job, load
 
     con = open_store(tmp_path_factory.mktemp("attribution") / "fleet.duckdb")
-    load(con, {
-        "nodes": [{"node": n, "cluster": c, "gpu_count": 8} for n, c in (("n1", "c1"), ("n3", "c2"), ("n4", "c2"))],
-        # Every job is in one cluster (SPEC "Fleet-wide identity"): j1 ran on no node, so its cluster
-        # is given; jm's nodes span both clusters, so its cluster is given too.
-        "jobs": [{**job("j2", start=0, end=3600, state="succeeded"), "cluster": "c1"},
-                 {**job("j1", start=0, end=3600, state="failed"), "cluster": "c1"},
-                 {**job("jm", start=0, end=3600, state="succeeded"), "cluster": "c2"}],
-        "job_attempts": [{**attempt("j2", 0, start=0, end=3600, state="succeeded", nodes=["n1"]), "cluster": "c1"},
-                         {**attempt("jm", 0, start=0, end=3600, state="succeeded", nodes=["n1", "n3", "n4"]),
-                          "cluster": "c2"}],
-    })
+    load(
+        con,
+        {
+            "nodes": [
+                {"node": n, "cluster": c, "gpu_count": 8}
+                for n, c in (("n1", "c1"), ("n3", "c2"), ("n4", "c2"))
+            ],
+            # Every job is in one cluster (SPEC "Fleet-wide identity"): j1 ran on no node, so its cluster
+            # is given; jm's nodes span both clusters, so its cluster is given too.
+            "jobs": [
+                {**job("j2", start=0, end=3600, state="succeeded"), "cluster": "c1"},
+                {**job("j1", start=0, end=3600, state="failed"), "cluster": "c1"},
+                {**job("jm", start=0, end=3600, state="succeeded"), "cluster": "c2"},
+            ],
+            "job_attempts": [
+                {
+                    **attempt("j2", 0, start=0, end=3600, state="succeeded", nodes=["n1"]),
+                    "cluster": "c1",
+                },
+                {
+                    **attempt(
+                        "jm", 0, start=0, end=3600, state="succeeded", nodes=["n1", "n3", "n4"]
+                    ),
+                    "cluster": "c2",
+                },
+            ],
+        },
+    )
     compute(con, Settings(), force=True)
-    rows = con.sql("SELECT * FROM weekly_summary WHERE week = '2026-W48'").pl().iter_rows(named=True)
-    stack = con.execute("SELECT cluster, allocated_gpu_h FROM goodput_stack ORDER BY cluster").fetchall()
-    report = {r["level"]: r["gpu_h"] for r in query_pl(
-        con, "report/goodput_stack", {"week_start": date(2026, 11, 23), "cluster": "*"}).iter_rows(named=True)}
+    rows = (
+        con.sql("SELECT * FROM weekly_summary WHERE week = '2026-W48'").pl().iter_rows(named=True)
+    )
+    stack = con.execute(
+        "SELECT cluster, allocated_gpu_h FROM goodput_stack ORDER BY cluster"
+    ).fetchall()
+    report = {
+        r["level"]: r["gpu_h"]
+        for r in query_pl(
+            con, "report/goodput_stack", {"week_start": date(2026, 11, 23), "cluster": "*"}
+        ).iter_rows(named=True)
+    }
     con.close()
     return {r["cluster"]: r for r in rows}, stack, report
 
@@ -311,12 +369,17 @@ def overlapping_attempts(tmp_path_factory):
     from tests.goodput_fleet import attempt, job, load
 
     con = open_store(tmp_path_factory.mktemp("interruptions") / "fleet.duckdb")
-    load(con, {
-        "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
-        "jobs": [job("jx", start=0, end=3 * 3600, state="succeeded")],
-        "job_attempts": [{**attempt("jx", 0, start=0, end=2 * 3600, state="failed"), "exit_code": 1},
-                         attempt("jx", 1, start=3600, end=3 * 3600, state="succeeded")],
-    })
+    load(
+        con,
+        {
+            "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+            "jobs": [job("jx", start=0, end=3 * 3600, state="succeeded")],
+            "job_attempts": [
+                {**attempt("jx", 0, start=0, end=2 * 3600, state="failed"), "exit_code": 1},
+                attempt("jx", 1, start=3600, end=3 * 3600, state="succeeded"),
+            ],
+        },
+    )
     compute(con, Settings(), force=True)
     yield con
     con.close()
@@ -334,6 +397,9 @@ def test_interruptions_per_1k_gpu_days_is_one_definition(overlapping_attempts, s
             "SELECT interruptions_per_1k_gpu_days FROM weekly_summary WHERE week = '2026-W48' AND cluster = '*'"
         ).fetchall()[0]
     else:
-        week = {"start": datetime(2026, 11, 23, tzinfo=UTC), "end": datetime(2026, 11, 30, tzinfo=UTC)}
+        week = {
+            "start": datetime(2026, 11, 23, tzinfo=UTC),
+            "end": datetime(2026, 11, 30, tzinfo=UTC),
+        }
         value = query_pl(con, "metrics/job_success", week)["interruptions_per_1k_gpu_days"][0]
     assert value == pytest.approx(expected, rel=1e-9)

@@ -19,7 +19,12 @@ DUCKDB = duckdb.connect()
     ("text", "monday", "sunday", "previous"),
     [
         ("2026-W48", date(2026, 11, 23), date(2026, 11, 29), "2026-W47"),  # the SPEC's example week
-        ("2026-W01", date(2025, 12, 29), date(2026, 1, 4), "2025-W52"),  # ISO 2026 starts on Mon 2025-12-29
+        (
+            "2026-W01",
+            date(2025, 12, 29),
+            date(2026, 1, 4),
+            "2025-W52",
+        ),  # ISO 2026 starts on Mon 2025-12-29
         ("2026-W53", date(2026, 12, 28), date(2027, 1, 3), "2026-W52"),  # 2026 has 53 ISO weeks
         ("2027-W01", date(2027, 1, 4), date(2027, 1, 10), "2026-W53"),
         ("2021-W01", date(2021, 1, 4), date(2021, 1, 10), "2020-W53"),  # 2020 has 53 ISO weeks
@@ -38,7 +43,19 @@ def test_iso_weeks(text: str, monday: date, sunday: date, previous: str) -> None
 
 
 @pytest.mark.parametrize(
-    "text", ["2026-48", "2026-W4", "2026-W54", "2021-W53", "2025-W53", "W48", "", "2026-w48", "2026-w48x", "2026-W48x"]
+    "text",
+    [
+        "2026-48",
+        "2026-W4",
+        "2026-W54",
+        "2021-W53",
+        "2025-W53",
+        "W48",
+        "",
+        "2026-w48",
+        "2026-w48x",
+        "2026-W48x",
+    ],
 )
 def test_malformed_or_impossible_weeks_are_rejected(text: str) -> None:
     with pytest.raises(ValueError):
@@ -77,6 +94,7 @@ def test_every_day_lies_in_its_iso_week(day: date) -> None:
     assert week.previous.end == week.start
     # The SQL side labels weeks with strftime('%G-W%V') and truncates to ISO Mondays: same answers.
     label, monday = DUCKDB.execute(
-        "SELECT strftime($day::DATE, '%G-W%V'), CAST(date_trunc('week', $day::DATE) AS DATE)", {"day": day}
+        "SELECT strftime($day::DATE, '%G-W%V'), CAST(date_trunc('week', $day::DATE) AS DATE)",
+        {"day": day},
     ).fetchall()[0]
     assert (label, monday) == (week.label, week.monday)

@@ -8,8 +8,24 @@ from gpufleet_app import data, fmt, ui
 SEVERITIES = ["*", "critical", "warn", "info"]
 STATUSES = {"*": "Open and closed", "open": "Open", "closed": "Closed"}
 
-ANOMALY_COLUMNS = ("severity", "kind", "node", "gpu", "action", "impact_gpu_h", "goodput_lost_gpu_h", "evidence",
-                   "link", "job_id", "rank", "entity_type", "start_ts", "end_ts", "is_open", "score")
+ANOMALY_COLUMNS = (
+    "severity",
+    "kind",
+    "node",
+    "gpu",
+    "action",
+    "impact_gpu_h",
+    "goodput_lost_gpu_h",
+    "evidence",
+    "link",
+    "job_id",
+    "rank",
+    "entity_type",
+    "start_ts",
+    "end_ts",
+    "is_open",
+    "score",
+)
 """The anomaly table's column order."""
 
 st.title("Anomalies")
@@ -20,17 +36,26 @@ kinds = ["*", *data.query("anomaly_kinds")["kind"].to_list()]
 
 
 severity_at = ui.choice_from_url("severity", SEVERITIES, "severity", "all severities")
-kind_at = ui.choice_from_url("kind", kinds, "anomaly kind (none of that kind in the database)", "all kinds")
+kind_at = ui.choice_from_url(
+    "kind", kinds, "anomaly kind (none of that kind in the database)", "all kinds"
+)
 status_at = ui.choice_from_url("status", list(STATUSES), "status", "open and closed")
 left, middle, right = st.columns(3)
-severity = left.selectbox("Severity", SEVERITIES, index=severity_at,
-                          format_func=lambda s: "All severities" if s == "*" else s)
-kind = middle.selectbox("Kind", kinds, index=kind_at,
-                        format_func=lambda k: "All kinds" if k == "*" else k)
-status = right.selectbox("Status", list(STATUSES), index=status_at,
-                         format_func=STATUSES.get)
-ui.set_url(severity=None if severity == "*" else severity, kind=None if kind == "*" else kind,
-           status=None if status == "*" else status)
+severity = left.selectbox(
+    "Severity",
+    SEVERITIES,
+    index=severity_at,
+    format_func=lambda s: "All severities" if s == "*" else s,
+)
+kind = middle.selectbox(
+    "Kind", kinds, index=kind_at, format_func=lambda k: "All kinds" if k == "*" else k
+)
+status = right.selectbox("Status", list(STATUSES), index=status_at, format_func=STATUSES.get)
+ui.set_url(
+    severity=None if severity == "*" else severity,
+    kind=None if kind == "*" else kind,
+    status=None if status == "*" else status,
+)
 
 # `node` comes from links (the Remediation page's "findings"); there is no picker for it.
 node = ui.url_param("node")
@@ -41,8 +66,16 @@ ui.set_url(node=node)
 if node is not None:
     st.caption(f"Findings on node {fmt.text(node)} only (from the link).")
 
-rows = data.query("anomaly_list", **filters.params(), severity=severity, kind=kind, status=status,
-                  node=node or "*", job="*", all_time=False)
+rows = data.query(
+    "anomaly_list",
+    **filters.params(),
+    severity=severity,
+    kind=kind,
+    status=status,
+    node=node or "*",
+    job="*",
+    all_time=False,
+)
 if rows.is_empty():
     st.success(f"No anomalies match in {filters.week} ({filters.cluster_label}).")
 else:
@@ -68,10 +101,15 @@ else:
             "end_ts": st.column_config.DatetimeColumn("end (UTC)", format="YYYY-MM-DD HH:mm"),
             "is_open": st.column_config.CheckboxColumn("open"),
             "impact_gpu_h": st.column_config.NumberColumn(
-                "impact GPU-h", format="%.1f", help="GPU-hours of jobs on the entity while it was open."),
+                "impact GPU-h",
+                format="%.1f",
+                help="GPU-hours of jobs on the entity while it was open.",
+            ),
             "goodput_lost_gpu_h": st.column_config.NumberColumn(
-                "goodput lost GPU-h", format="%.1f",
-                help="Goodput lost by the job attempts the finding ended: wasted progress + recovery."),
+                "goodput lost GPU-h",
+                format="%.1f",
+                help="Goodput lost by the job attempts the finding ended: wasted progress + recovery.",
+            ),
             "link": st.column_config.LinkColumn("open", display_text="open ↗"),
         },
     )

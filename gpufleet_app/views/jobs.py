@@ -43,11 +43,21 @@ def job_table(filters: ui.Filters) -> None:
     )
     event = ui.table(
         jobs.select(
-            "job_id", "name", "user", "final_state", "failure_class", "crash_loop", "attempts",
-            "num_gpus", "gpu_hours", (pl.col("goodput") * 100).alias("goodput_pct"),
-            (pl.col("ettr") * 100).alias("ettr_pct"), "straggler_ranks", "end_ts",
+            "job_id",
+            "name",
+            "user",
+            "final_state",
+            "failure_class",
+            "crash_loop",
+            "attempts",
+            "num_gpus",
+            "gpu_hours",
+            (pl.col("goodput") * 100).alias("goodput_pct"),
+            (pl.col("ettr") * 100).alias("ettr_pct"),
+            "straggler_ranks",
+            "end_ts",
         ),
-                on_select="rerun",
+        on_select="rerun",
         selection_mode="single-row",
         key="job_table",
         column_config={
@@ -83,21 +93,40 @@ def job_detail(job_id: str) -> None:
         f"{job['num_gpus']} GPUs · submitted {fmt.timestamp(job['submit_ts'])} · "
         f"ended {fmt.timestamp(job['end_ts'])}"
     )
-    (st.error if job["failure_class"] in ("hardware", "software") else st.info)(f"Outcome: {verdict}")
+    (st.error if job["failure_class"] in ("hardware", "software") else st.info)(
+        f"Outcome: {verdict}"
+    )
 
     # two rows of three cards: six in one row cut values such as "Straggler drag 17.4 min"
     columns = [*st.columns(3), *st.columns(3)]
-    columns[0].metric("Goodput", fmt.pct(job["goodput"]), border=True,
-                      help="Productive time / wall time (first attempt start to job end).")
-    columns[1].metric("ETTR", fmt.pct(job["ettr"]), border=True,
-                      help="Productive time / (job end − submit), queueing included.")
-    columns[2].metric("Wall time", fmt.hours(None if job["wall_s"] is None else job["wall_s"] / 3600),
-                      border=True, help="First attempt start to job end, recovery gaps included.")
+    columns[0].metric(
+        "Goodput",
+        fmt.pct(job["goodput"]),
+        border=True,
+        help="Productive time / wall time (first attempt start to job end).",
+    )
+    columns[1].metric(
+        "ETTR",
+        fmt.pct(job["ettr"]),
+        border=True,
+        help="Productive time / (job end − submit), queueing included.",
+    )
+    columns[2].metric(
+        "Wall time",
+        fmt.hours(None if job["wall_s"] is None else job["wall_s"] / 3600),
+        border=True,
+        help="First attempt start to job end, recovery gaps included.",
+    )
     columns[3].metric("GPU-hours", fmt.number(job["gpu_hours"]), border=True)
-    columns[4].metric("Attempts", job["attempts"] if job["attempts"] is not None else fmt.MISSING,
-                      border=True)
-    columns[5].metric("Straggler drag", fmt.compact_s(job["straggler_drag_s"]), border=True,
-                      help="Sum over steps of (slowest rank − median rank): the cost of the slowest rank.")
+    columns[4].metric(
+        "Attempts", job["attempts"] if job["attempts"] is not None else fmt.MISSING, border=True
+    )
+    columns[5].metric(
+        "Straggler drag",
+        fmt.compact_s(job["straggler_drag_s"]),
+        border=True,
+        help="Sum over steps of (slowest rank − median rank): the cost of the slowest rank.",
+    )
 
     if ui.has_table("job_utilisation"):
         usage = data.query("job_utilisation", job=job_id)
@@ -114,24 +143,42 @@ def job_detail(job_id: str) -> None:
     st.subheader("Attempts")
     if not segments.is_empty():
         st.plotly_chart(
-            charts.timeline(segments, "lane", "category", charts.CATEGORY_COLORS,
-                            "Attempts timeline (goodput categories)",
-                            height=140 + 35 * segments["lane"].n_unique()),
+            charts.timeline(
+                segments,
+                "lane",
+                "category",
+                charts.CATEGORY_COLORS,
+                "Attempts timeline (goodput categories)",
+                height=140 + 35 * segments["lane"].n_unique(),
+            ),
             key="attempts_timeline",
         )
     if not attempts.is_empty():
         ui.table(
-            attempts.select("attempt", "start_ts", "end_ts", "state", "exit_code", "reason",
-                            "failure_class", "hardware_signal", "nodes", "steps"),
-                    )
+            attempts.select(
+                "attempt",
+                "start_ts",
+                "end_ts",
+                "state",
+                "exit_code",
+                "reason",
+                "failure_class",
+                "hardware_signal",
+                "nodes",
+                "steps",
+            ),
+        )
     if job["wall_s"] is not None:
         st.plotly_chart(charts.goodput_breakdown(job), key="goodput_breakdown")
-        st.caption(" · ".join(
-            f"{c} {fmt.duration_s(job[f'{c}_s'])}" for c in charts.CATEGORY_COLORS
-        ) + f" = wall {fmt.duration_s(job['wall_s'])}")
+        st.caption(
+            " · ".join(f"{c} {fmt.duration_s(job[f'{c}_s'])}" for c in charts.CATEGORY_COLORS)
+            + f" = wall {fmt.duration_s(job['wall_s'])}"
+        )
 
     ranks = data.query("job_ranks", job=job_id)
-    with_steps = attempts.filter(pl.col("steps") > 0)["attempt"].to_list() if attempts.height else []
+    with_steps = (
+        attempts.filter(pl.col("steps") > 0)["attempt"].to_list() if attempts.height else []
+    )
     st.subheader("Ranks")
     if not with_steps:
         st.info("This job logged no per-rank step timings.")
@@ -147,15 +194,29 @@ def job_detail(job_id: str) -> None:
     episodes = data.query("job_episodes", job=job_id, attempt=attempt)
     st.plotly_chart(charts.rank_heatmap(cells, episodes), key="rank_heatmap")
     if not episodes.is_empty():
-        st.markdown(f"**{episodes.height} straggler episode(s)** in attempt {attempt} "
-                    "(a spell in which one rank ran slower than the others):")
+        st.markdown(
+            f"**{episodes.height} straggler episode(s)** in attempt {attempt} "
+            "(a spell in which one rank ran slower than the others):"
+        )
         ui.table(
-            episodes.select("rank", "node", "gpu", "first_step", "last_step", "start_ts", "end_ts", "open",
-                            "median_ratio", "drag_s"),
+            episodes.select(
+                "rank",
+                "node",
+                "gpu",
+                "first_step",
+                "last_step",
+                "start_ts",
+                "end_ts",
+                "open",
+                "median_ratio",
+                "drag_s",
+            ),
             column_config={
                 "first_step": st.column_config.NumberColumn("first step"),
                 "last_step": st.column_config.NumberColumn("last step"),
-                "start_ts": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
+                "start_ts": st.column_config.DatetimeColumn(
+                    "started (UTC)", format="YYYY-MM-DD HH:mm"
+                ),
                 "end_ts": st.column_config.DatetimeColumn("ended (UTC)", format="YYYY-MM-DD HH:mm"),
                 "open": st.column_config.CheckboxColumn("to the end"),
                 "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
@@ -169,21 +230,40 @@ def job_detail(job_id: str) -> None:
         gpus_per_host = attempts_gpus_per_host(attempts)
         lines = []
         for node, ranks in stragglers.group_by("node", maintain_order=True):
-            listed = ", ".join(f"rank {r['rank']} (gpu {fmt.text(r['gpu'])})" for r in ranks.iter_rows(named=True))
+            listed = ", ".join(
+                f"rank {r['rank']} (gpu {fmt.text(r['gpu'])})" for r in ranks.iter_rows(named=True)
+            )
             whole_host = gpus_per_host and ranks["gpu"].n_unique() >= gpus_per_host
-            verdict = (" — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
-                       if whole_host else "")
+            verdict = (
+                " — every rank on this host is slow: suspect the host (network, CPU), not a GPU"
+                if whole_host
+                else ""
+            )
             lines.append(f"- **{fmt.text(node[0])}**: {listed}{verdict}")
         st.warning(f"{stragglers.height} straggler rank(s):\n" + "\n".join(lines))
     ui.table(
-        ranks.head(32).with_columns(
-            (pl.col("slowest_share") * 100).alias("slowest_share_pct")
-        ).select("attempt", "rank", "node", "gpu", "steps", "median_ratio", "p95_ratio",
-                 "slowest_share_pct", "drag_s", "relative_score", "p_value", "is_straggler"),
-                column_config={
+        ranks.head(32)
+        .with_columns((pl.col("slowest_share") * 100).alias("slowest_share_pct"))
+        .select(
+            "attempt",
+            "rank",
+            "node",
+            "gpu",
+            "steps",
+            "median_ratio",
+            "p95_ratio",
+            "slowest_share_pct",
+            "drag_s",
+            "relative_score",
+            "p_value",
+            "is_straggler",
+        ),
+        column_config={
             "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
             "p95_ratio": st.column_config.NumberColumn("p95 ratio", format="%.3f"),
-            "slowest_share_pct": st.column_config.NumberColumn("slowest in % of steps", format="%.1f %%"),
+            "slowest_share_pct": st.column_config.NumberColumn(
+                "slowest in % of steps", format="%.1f %%"
+            ),
             "drag_s": st.column_config.NumberColumn("drag s", format="%.1f"),
             "relative_score": st.column_config.NumberColumn("relative score (NVRx)", format="%.3f"),
             "p_value": st.column_config.NumberColumn("p-value", format="%.2e"),
@@ -208,9 +288,17 @@ def checkpoint_table(filters: ui.Filters) -> None:
     )
     ui.table(
         advice.select(
-            "job_key", "jobs", "gpus", "nodes", "save_cost_s", "current_interval_s", "optimal_interval_s",
-            "mtbi_h", (pl.col("lost_fraction_current") * 100).alias("lost_current_pct"),
-            (pl.col("lost_fraction_optimal") * 100).alias("lost_optimal_pct"), "regained_gpu_h",
+            "job_key",
+            "jobs",
+            "gpus",
+            "nodes",
+            "save_cost_s",
+            "current_interval_s",
+            "optimal_interval_s",
+            "mtbi_h",
+            (pl.col("lost_fraction_current") * 100).alias("lost_current_pct"),
+            (pl.col("lost_fraction_optimal") * 100).alias("lost_optimal_pct"),
+            "regained_gpu_h",
         ),
         key="checkpoint_table",
         column_config={
@@ -218,7 +306,9 @@ def checkpoint_table(filters: ui.Filters) -> None:
             "gpus": st.column_config.NumberColumn("GPUs"),
             "save_cost_s": st.column_config.NumberColumn("save cost s", format="%.0f"),
             "current_interval_s": st.column_config.NumberColumn("interval now s", format="%.0f"),
-            "optimal_interval_s": st.column_config.NumberColumn("optimal interval s", format="%.0f"),
+            "optimal_interval_s": st.column_config.NumberColumn(
+                "optimal interval s", format="%.0f"
+            ),
             "mtbi_h": st.column_config.NumberColumn("MTBI at its size h", format="%.1f"),
             "lost_current_pct": st.column_config.NumberColumn("lost now", format="%.1f %%"),
             "lost_optimal_pct": st.column_config.NumberColumn("lost at optimum", format="%.1f %%"),

@@ -36,9 +36,17 @@ def node_table(filters: ui.Filters) -> None:
     event = ui.table(
         nodes.select(
             # the ladder step and cost next to the name: a narrow screen still shows them
-            "node", pl.col("ladder_step").fill_null("—"), "cost_gpu_h",
-            (pl.col("availability") * 100).alias("availability_pct"), "unavailable_gpu_h", "unknown_gpu_h",
-            "anomalies", "open_anomalies", "straggler_jobs", "cluster", "gpu_model",
+            "node",
+            pl.col("ladder_step").fill_null("—"),
+            "cost_gpu_h",
+            (pl.col("availability") * 100).alias("availability_pct"),
+            "unavailable_gpu_h",
+            "unknown_gpu_h",
+            "anomalies",
+            "open_anomalies",
+            "straggler_jobs",
+            "cluster",
+            "gpu_model",
         ),
         on_select="rerun",
         selection_mode="single-row",
@@ -62,8 +70,12 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         st.warning(f"Node “{fmt.text(node)}” is not in the fleet inventory (table `nodes`).")
         return
     inv = info.row(0, named=True)
-    st.page_link(ui.NODES, label="All nodes", icon=":material/arrow_back:",
-                 query_params={"week": str(filters.week)})
+    st.page_link(
+        ui.NODES,
+        label="All nodes",
+        icon=":material/arrow_back:",
+        query_params={"week": str(filters.week)},
+    )
     st.caption(
         f"{fmt.text(inv['cluster'])} · {fmt.text(inv['instance_type'] or 'unknown instance type')} · "
         f"{inv['gpu_count']} × {fmt.text(inv['gpu_model'] or 'GPU')} · {ui.week_label(str(filters.week))}"
@@ -74,19 +86,27 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     # two rows of three cards: six in one row cut values such as "1,234.5 GPU-h"
     columns = [*st.columns(3), *st.columns(3)]
     columns[5].metric(
-        "Node cost", fmt.gpu_hours(summary.get("cost_gpu_h")), border=True,
+        "Node cost",
+        fmt.gpu_hours(summary.get("cost_gpu_h")),
+        border=True,
         help="GPU-hours jobs lost because of this node this week: wasted progress and recovery of "
-             "failures it is implicated in, straggler drag of its ranks, time it was down while jobs "
-             "waited. Replacing it on Monday would have raised fleet goodput by "
-             f"{fmt.pct(summary.get('goodput_regained'))} points.",
+        "failures it is implicated in, straggler drag of its ranks, time it was down while jobs "
+        "waited. Replacing it on Monday would have raised fleet goodput by "
+        f"{fmt.pct(summary.get('goodput_regained'))} points.",
     )
     columns[0].metric("Availability", fmt.pct(summary.get("availability")), border=True)
-    columns[1].metric("Unavailable GPU-h", fmt.number(summary.get("unavailable_gpu_h")), border=True)
+    columns[1].metric(
+        "Unavailable GPU-h", fmt.number(summary.get("unavailable_gpu_h")), border=True
+    )
     columns[2].metric("Unknown GPU-h", fmt.number(summary.get("unknown_gpu_h")), border=True)
     columns[3].metric("Open anomalies", summary.get("open_anomalies", 0), border=True)
-    columns[4].metric("Ladder step", summary.get("ladder_step") or "none", border=True,
-                      help="Highest remediation step its open anomalies call for: "
-                           "watch → cordon → drain → reset_gpu → reboot → replace.")
+    columns[4].metric(
+        "Ladder step",
+        summary.get("ladder_step") or "none",
+        border=True,
+        help="Highest remediation step its open anomalies call for: "
+        "watch → cordon → drain → reset_gpu → reboot → replace.",
+    )
 
     states = data.query("node_states", **params)
     if states.is_empty():
@@ -94,8 +114,15 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     else:
         states = states.with_columns(lane=pl.lit(node))
         st.plotly_chart(
-            charts.timeline(states, "lane", "state", charts.STATE_COLORS, "State timeline",
-                            hover="reason", height=200),
+            charts.timeline(
+                states,
+                "lane",
+                "state",
+                charts.STATE_COLORS,
+                "State timeline",
+                hover="reason",
+                height=200,
+            ),
             key="state_timeline",
         )
         # Degraded is usable (it counts as available) and maintenance is outside the
@@ -103,49 +130,71 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         lost = states.filter(pl.col("state").is_in(["unavailable", "unknown"]))
         if lost.height:
             with st.expander(f"{lost.height} intervals unavailable or unknown"):
-                ui.table(lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
-                             )
+                ui.table(
+                    lost.select("state", "start_ts", "end_ts", "duration_s", "reason"),
+                )
 
-    conditions = data.query("node_conditions", **params,
-                            good_when_true_suffixes=ui.settings().availability.good_when_true_suffixes)
+    conditions = data.query(
+        "node_conditions",
+        **params,
+        good_when_true_suffixes=ui.settings().availability.good_when_true_suffixes,
+    )
     st.subheader("Condition history")
     if conditions.is_empty():
         st.info("No condition samples for this node this week.")
     else:
         st.plotly_chart(
             # Coloured by what the status means for this condition, not by True/False.
-            charts.timeline(conditions, "condition", "verdict", charts.CONDITION_COLORS,
-                            "Conditions (status runs)", hover="detail",
-                            height=120 + 40 * conditions["condition"].n_unique()),
+            charts.timeline(
+                conditions,
+                "condition",
+                "verdict",
+                charts.CONDITION_COLORS,
+                "Conditions (status runs)",
+                hover="detail",
+                height=120 + 40 * conditions["condition"].n_unique(),
+            ),
             key="condition_timeline",
         )
         changes = conditions.filter(pl.len().over("condition") > 1)
         if changes.height:
-            ui.table(changes.select("condition", "status", "reason", "start_ts", "end_ts"),
-                         )
+            ui.table(
+                changes.select("condition", "status", "reason", "start_ts", "end_ts"),
+            )
 
     st.subheader("GPU telemetry (DCGM)")
     if ui.has_table("gpu_utilisation_daily"):
         mig = data.query("node_mig", **params)
         for row in mig.iter_rows(named=True):
-            st.markdown(f"**MIG-partitioned:** GPU {row['gpu']} · instances {', '.join(row['instances'])} · "
-                        f"mean activity {fmt.pct(row['mean_activity'])} (the charts show the whole GPU's "
-                        "series; per-instance use is on the Utilisation page)")
-    anomalies = data.query("anomaly_list", **params, severity="*", kind="*", status="*", job="*",
-                           all_time=False)
+            st.markdown(
+                f"**MIG-partitioned:** GPU {row['gpu']} · instances {', '.join(row['instances'])} · "
+                f"mean activity {fmt.pct(row['mean_activity'])} (the charts show the whole GPU's "
+                "series; per-instance use is on the Utilisation page)"
+            )
+    anomalies = data.query(
+        "anomaly_list", **params, severity="*", kind="*", status="*", job="*", all_time=False
+    )
     fields = list(GPU_METRICS)
-    metric = st.selectbox("Field", fields, index=ui.choice_from_url("metric", fields, "DCGM field"),
-                          format_func=lambda m: f"{GPU_METRICS[m]} · {m}")
+    metric = st.selectbox(
+        "Field",
+        fields,
+        index=ui.choice_from_url("metric", fields, "DCGM field"),
+        format_func=lambda m: f"{GPU_METRICS[m]} · {m}",
+    )
     ui.set_url(metric=None if metric == fields[0] else metric)
     samples = data.query("node_metric", **params, metric=metric, bucket_s=METRIC_BUCKET_S)
     if samples.is_empty():
         st.info(f"No `{metric}` samples from this node this week.")
     else:
-        st.plotly_chart(figures.gpu_metric_band(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S),
-                        key="gpu_metric")
-        st.caption("15-minute averages per GPU, each inside the band of its samples' min and max (a "
-                   "short throttle shows as a dip of the band); a break in a line is a telemetry gap. "
-                   "Shaded spans are the node's anomalies (red critical, yellow warn, blue info).")
+        st.plotly_chart(
+            figures.gpu_metric_band(samples, anomalies, GPU_METRICS[metric], METRIC_BUCKET_S),
+            key="gpu_metric",
+        )
+        st.caption(
+            "15-minute averages per GPU, each inside the band of its samples' min and max (a "
+            "short throttle shows as a dip of the band); a break in a line is a telemetry gap. "
+            "Shaded spans are the node's anomalies (red critical, yellow warn, blue info)."
+        )
     telemetry.node_sections(params)
 
     left, right = st.columns(2)
@@ -153,17 +202,33 @@ def node_detail(node: str, filters: ui.Filters) -> None:
     if anomalies.is_empty():
         left.success("No anomalies this week.")
     else:
-        ui.table(container=left, key="node_anomalies",
-                 frame=anomalies.select("severity", "kind", "gpu", "action", "impact_gpu_h", "goodput_lost_gpu_h",
-                                        "evidence", "start_ts", "end_ts"))
+        ui.table(
+            container=left,
+            key="node_anomalies",
+            frame=anomalies.select(
+                "severity",
+                "kind",
+                "gpu",
+                "action",
+                "impact_gpu_h",
+                "goodput_lost_gpu_h",
+                "evidence",
+                "start_ts",
+                "end_ts",
+            ),
+        )
     if ui.has_table("node_remediation_history"):
         left.subheader("Remediation history")
         ladder = data.query("node_remediation_history", node=node, week_end=params["week_end"])
         if ladder.is_empty():
             left.success("Nothing was ever recommended for this node.")
         else:
-            left.caption("What the ladder recommended and since when (until empty: still in force).")
-            ui.table(container=left, frame=ladder.select("step", "since", "until", "severity", "why"))
+            left.caption(
+                "What the ladder recommended and since when (until empty: still in force)."
+            )
+            ui.table(
+                container=left, frame=ladder.select("step", "since", "until", "severity", "why")
+            )
     right.subheader("XID and GPU events")
     events = data.query("node_events", **params)
     if events.is_empty():
@@ -177,14 +242,29 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         st.success("No rank on this node was a straggler this week.")
     else:
         jobs_hit = episodes["job_id"].n_unique()
-        st.caption(f"{episodes.height} episode(s) in {jobs_hit} job(s): spells in which a rank on this node "
-                   "ran slower than its job's other ranks. Spells that repeat across jobs point at the host.")
+        st.caption(
+            f"{episodes.height} episode(s) in {jobs_hit} job(s): spells in which a rank on this node "
+            "ran slower than its job's other ranks. Spells that repeat across jobs point at the host."
+        )
         ui.table(
-            episodes.select("job_id", "attempt", "rank", "gpu", "first_step", "last_step", "start_ts", "end_ts",
-                            "open", "median_ratio", "drag_s"),
+            episodes.select(
+                "job_id",
+                "attempt",
+                "rank",
+                "gpu",
+                "first_step",
+                "last_step",
+                "start_ts",
+                "end_ts",
+                "open",
+                "median_ratio",
+                "drag_s",
+            ),
             key="node_episodes",
             column_config={
-                "start_ts": st.column_config.DatetimeColumn("started (UTC)", format="YYYY-MM-DD HH:mm"),
+                "start_ts": st.column_config.DatetimeColumn(
+                    "started (UTC)", format="YYYY-MM-DD HH:mm"
+                ),
                 "end_ts": st.column_config.DatetimeColumn("ended (UTC)", format="YYYY-MM-DD HH:mm"),
                 "open": st.column_config.CheckboxColumn("to the end"),
                 "median_ratio": st.column_config.NumberColumn("median ratio", format="%.3f"),
@@ -199,9 +279,20 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         return
     st.caption("Click a row to open the job.")
     event = ui.table(
-        jobs.select("job_id", "name", "attempt", "start_ts", "end_ts", "attempt_state",
-                    "failure_class", "hardware_signal", "final_state", "nodes", "gpu_h"),
-                on_select="rerun",
+        jobs.select(
+            "job_id",
+            "name",
+            "attempt",
+            "start_ts",
+            "end_ts",
+            "attempt_state",
+            "failure_class",
+            "hardware_signal",
+            "final_state",
+            "nodes",
+            "gpu_h",
+        ),
+        on_select="rerun",
         selection_mode="single-row",
         key="node_jobs",
         column_config={"gpu_h": st.column_config.NumberColumn("GPU-h", format="%.1f")},

@@ -58,10 +58,13 @@ if "busy_share_allocated" in current:
         utilisation_query["cluster"] = filters.cluster
     st.page_link(
         ui.UTILISATION,
-        label=(f"Utilisation: {fmt.pct(current.get('busy_share_allocated'))} of allocated GPU-hours busy, "
-               f"{fmt.gpu_hours(current.get('allocated_idle_gpu_h'))} allocated but idle, "
-               f"{fmt.number(current.get('gpus_freeable_by_mig'), 2)} GPUs freeable by MIG packing"),
-        icon=":material/arrow_forward:", query_params=utilisation_query,
+        label=(
+            f"Utilisation: {fmt.pct(current.get('busy_share_allocated'))} of allocated GPU-hours busy, "
+            f"{fmt.gpu_hours(current.get('allocated_idle_gpu_h'))} allocated but idle, "
+            f"{fmt.number(current.get('gpus_freeable_by_mig'), 2)} GPUs freeable by MIG packing"
+        ),
+        icon=":material/arrow_forward:",
+        query_params=utilisation_query,
     )
 
 # Escapes: did the checks see the fleet's failures coming?
@@ -108,20 +111,28 @@ if not apart.is_empty():
 left, right = st.columns([3, 2])
 nodes = data.query("node_table", **params)
 offenders = nodes.filter(
-    (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0) | (pl.col("anomalies") > 0)
+    (pl.col("unavailable_gpu_h") + pl.col("unknown_gpu_h") > 0)
+    | (pl.col("anomalies") > 0)
     | (pl.col("cost_gpu_h") > 0)
 ).head(10)
 left.subheader("Top offending nodes")
 if offenders.is_empty():
     left.success("No node lost GPU-hours or raised an anomaly this week.")
 else:
-    left.caption("Ranked by node cost (GPU-hours jobs lost because of the node), then GPU-hours "
-                 "unavailable + unknown. Click a row to open the node.")
+    left.caption(
+        "Ranked by node cost (GPU-hours jobs lost because of the node), then GPU-hours "
+        "unavailable + unknown. Click a row to open the node."
+    )
     event = ui.table(
         offenders.select(
-            "node", pl.col("ladder_step").fill_null("—"), "cost_gpu_h",
-            (pl.col("availability") * 100).alias("availability_pct"), "unavailable_gpu_h", "unknown_gpu_h",
-            "anomalies", "cluster",
+            "node",
+            pl.col("ladder_step").fill_null("—"),
+            "cost_gpu_h",
+            (pl.col("availability") * 100).alias("availability_pct"),
+            "unavailable_gpu_h",
+            "unknown_gpu_h",
+            "anomalies",
+            "cluster",
         ),
         container=left,
         on_select="rerun",
@@ -137,7 +148,13 @@ else:
         st.switch_page(ui.NODES, query_params={"node": node, "week": str(filters.week)})
 
 open_anomalies = data.query(
-    "anomaly_list", **params, severity="*", kind="*", status="open", node="*", job="*",
+    "anomaly_list",
+    **params,
+    severity="*",
+    kind="*",
+    status="open",
+    node="*",
+    job="*",
     all_time=False,
 )
 right.subheader("Open anomalies")
@@ -149,28 +166,36 @@ if not open_anomalies.is_empty():
     shown = open_anomalies.head(10)
     event = ui.table(
         shown.select(
-            "severity", "kind",
+            "severity",
+            "kind",
             pl.when(pl.col("job_id").is_not_null())
             .then(pl.format("{} rank {}", "job_id", "rank"))
             .when(pl.col("gpu").is_not_null())
             .then(pl.format("{} gpu {}", "node", "gpu"))
             .otherwise(pl.col("node"))
             .alias("entity"),
-            "start_ts", "action",
+            "start_ts",
+            "action",
         ),
         container=right,
         on_select="rerun",
         selection_mode="single-row",
         key="open_anomalies",
-        column_config={"start_ts": st.column_config.DatetimeColumn("since (UTC)", format="MM-DD HH:mm")},
+        column_config={
+            "start_ts": st.column_config.DatetimeColumn("since (UTC)", format="MM-DD HH:mm")
+        },
     )
     if event.selection.rows:
         row = shown.row(event.selection.rows[0], named=True)
         if row["job_id"]:
             st.switch_page(ui.JOBS, query_params={"job": row["job_id"]})
         st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
-right.page_link(ui.ANOMALIES, label="All anomalies", icon=":material/arrow_forward:",
-                query_params={"week": str(filters.week), "status": "open"})
+right.page_link(
+    ui.ANOMALIES,
+    label="All anomalies",
+    icon=":material/arrow_forward:",
+    query_params={"week": str(filters.week), "status": "open"},
+)
 
 # Escapes per detector (below the worst nodes, which stay the page's first table)
 if ui.has_table("failure_escapes"):
@@ -179,18 +204,30 @@ if ui.has_table("failure_escapes"):
     if detectors.is_empty():
         st.caption("No fleet failure (hardware or infrastructure) ended this week.")
     else:
-        st.caption("Fleet failures of the week per detector: caught = a finding or bad condition was "
-                   "open before the failure; escaped = it opened only after (none: nothing saw it).")
+        st.caption(
+            "Fleet failures of the week per detector: caught = a finding or bad condition was "
+            "open before the failure; escaped = it opened only after (none: nothing saw it)."
+        )
         ui.table(
-            detectors.with_columns((pl.col("median_lead_time_s") / 60).alias("median_lead_min"))
-            .select("detector", "catches", "escapes", "placed_on_flagged", "median_lead_min",
-                    "late_remediation_gpu_h"),
+            detectors.with_columns(
+                (pl.col("median_lead_time_s") / 60).alias("median_lead_min")
+            ).select(
+                "detector",
+                "catches",
+                "escapes",
+                "placed_on_flagged",
+                "median_lead_min",
+                "late_remediation_gpu_h",
+            ),
             key="escapes_by_detector",
             column_config={
                 "placed_on_flagged": st.column_config.NumberColumn("placed on flagged"),
-                "median_lead_min": st.column_config.NumberColumn("median lead (min)", format="%.0f"),
+                "median_lead_min": st.column_config.NumberColumn(
+                    "median lead (min)", format="%.0f"
+                ),
                 "late_remediation_gpu_h": st.column_config.NumberColumn(
-                    "GPU-h lost to late remediation", format="%.1f"),
+                    "GPU-h lost to late remediation", format="%.1f"
+                ),
             },
         )
 

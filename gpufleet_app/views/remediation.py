@@ -19,7 +19,11 @@ STATUS_HELP = (
 st.title("Remediation")
 filters = ui.week_and_cluster()
 ui.stale_notice()
-missing = [t for t in ("node_remediation_history", "node_remediation", "cluster_schedulers") if not ui.has_table(t)]
+missing = [
+    t
+    for t in ("node_remediation_history", "node_remediation", "cluster_schedulers")
+    if not ui.has_table(t)
+]
 if missing:
     raise ui.NothingToShow(
         f"The database has no `{missing[0]}` table yet (computed by a newer gpufleet).",
@@ -48,27 +52,54 @@ linked = plan.with_columns(
 )
 event = ui.table(
     # The columns an operator acts on first, so a narrow screen still shows them.
-    linked.select("node", "step", "severity", "status", "command", "findings_link", "node_link", "since",
-                  "until", "cost_gpu_h", "why", "cluster", "scheduler", "priority", "out_budget"),
+    linked.select(
+        "node",
+        "step",
+        "severity",
+        "status",
+        "command",
+        "findings_link",
+        "node_link",
+        "since",
+        "until",
+        "cost_gpu_h",
+        "why",
+        "cluster",
+        "scheduler",
+        "priority",
+        "out_budget",
+    ),
     on_select="rerun",
     selection_mode="single-row",
     key="remediation_table",
     column_config={
-        "step": st.column_config.TextColumn("step", help="The ladder step: watch < cordon < drain < reset_gpu "
-                                            "< reboot < replace (the node's latest step in the week)."),
+        "step": st.column_config.TextColumn(
+            "step",
+            help="The ladder step: watch < cordon < drain < reset_gpu "
+            "< reboot < replace (the node's latest step in the week).",
+        ),
         "status": st.column_config.TextColumn("status", help=STATUS_HELP),
         "since": st.column_config.DatetimeColumn("since (UTC)", format="YYYY-MM-DD HH:mm"),
-        "until": st.column_config.DatetimeColumn("until (UTC)", format="YYYY-MM-DD HH:mm",
-                                                 help="Empty: still in force at the data horizon."),
+        "until": st.column_config.DatetimeColumn(
+            "until (UTC)",
+            format="YYYY-MM-DD HH:mm",
+            help="Empty: still in force at the data horizon.",
+        ),
         "cost_gpu_h": ui.NODE_LOSS_COLUMNS["cost_gpu_h"],
         "why": st.column_config.TextColumn("why", help="The findings behind the step."),
         "command": st.column_config.TextColumn(
-            "command", help="What an operator would run (docs/detection.md \"Remediation plan\"); empty for "
-                            "watch, ended steps and clusters whose scheduler the data does not show."),
+            "command",
+            help='What an operator would run (docs/detection.md "Remediation plan"); empty for '
+            "watch, ended steps and clusters whose scheduler the data does not show.",
+        ),
         "node_link": st.column_config.LinkColumn("node", display_text="node ↗"),
         "findings_link": st.column_config.LinkColumn("findings", display_text="findings ↗"),
-        "priority": st.column_config.NumberColumn("priority", help="Place in the cluster's queue for capacity."),
-        "out_budget": st.column_config.NumberColumn("budget", help="Nodes the cluster may have out at once."),
+        "priority": st.column_config.NumberColumn(
+            "priority", help="Place in the cluster's queue for capacity."
+        ),
+        "out_budget": st.column_config.NumberColumn(
+            "budget", help="Nodes the cluster may have out at once."
+        ),
     },
 )
 
@@ -79,7 +110,13 @@ st.markdown(f"**Why:** {fmt.text(row['why'])}")
 if row["command"]:
     st.code(row["command"], language="bash")
 elif row["status"] in ("granted", "waiting"):
-    st.info(f"No command: the data does not show which scheduler runs cluster {fmt.text(row['cluster'])}.")
-history = data.query("node_remediation_history", node=row["node"], week_end=filters.params()["week_end"])
-st.caption("Every step recommended for the node up to the week's end, newest first (until empty: still in force).")
+    st.info(
+        f"No command: the data does not show which scheduler runs cluster {fmt.text(row['cluster'])}."
+    )
+history = data.query(
+    "node_remediation_history", node=row["node"], week_end=filters.params()["week_end"]
+)
+st.caption(
+    "Every step recommended for the node up to the week's end, newest first (until empty: still in force)."
+)
 ui.table(history.select("step", "since", "until", "severity", "why"), key="remediation_history")

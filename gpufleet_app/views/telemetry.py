@@ -37,12 +37,19 @@ asked_stat = ui.url_param("stat")
 if asked_stat and asked_stat not in STATISTICS:
     st.warning(f"Unknown statistic `{asked_stat}`; showing the mean. Use mean, min or max.")
 left, right, _ = st.columns([3, 2, 4])
-field = left.selectbox("Field", fields, index=fields.index(asked_field) if asked_field in FIELDS else 0,
-                       format_func=lambda m: f"{FIELDS[m]} · {m}")
+field = left.selectbox(
+    "Field",
+    fields,
+    index=fields.index(asked_field) if asked_field in FIELDS else 0,
+    format_func=lambda m: f"{FIELDS[m]} · {m}",
+)
 stats = list(STATISTICS)
-stat = right.selectbox("Statistic per cell", stats,
-                       index=stats.index(asked_stat) if asked_stat in STATISTICS else 0,
-                       format_func=lambda s: f"{STATISTICS[s][1]} over the node's GPUs")
+stat = right.selectbox(
+    "Statistic per cell",
+    stats,
+    index=stats.index(asked_stat) if asked_stat in STATISTICS else 0,
+    format_func=lambda s: f"{STATISTICS[s][1]} over the node's GPUs",
+)
 ui.set_url(field=None if field == fields[0] else field, stat=None if stat == "mean" else stat)
 
 cells = data.query("fleet_heatmap", **filters.params(), metric=field, max_columns=MAX_COLUMNS)
@@ -58,11 +65,21 @@ st.caption(
     f"{wording} of the node's GPUs' samples over {hours:g} h (from the 15-minute rollup); an "
     "empty cell is a node that did not report. Open a node below for its per-GPU charts."
 )
-st.plotly_chart(figures.fleet_heatmap(cells, column, FIELDS[field], column_s=round(hours * 3600)),
-                key="fleet_heatmap")
+st.plotly_chart(
+    figures.fleet_heatmap(cells, column, FIELDS[field], column_s=round(hours * 3600)),
+    key="fleet_heatmap",
+)
 
-chosen = st.selectbox("Open a node", cells["node"].unique().sort().to_list(), index=None,
-                      placeholder="Choose a node to open its page")
+chosen = st.selectbox(
+    "Open a node",
+    cells["node"].unique().sort().to_list(),
+    index=None,
+    placeholder="Choose a node to open its page",
+)
 if chosen:
-    st.page_link(ui.NODES, label=f"Node {chosen}", icon=":material/arrow_forward:",
-                 query_params={"node": chosen, "week": str(filters.week), "metric": field})
+    st.page_link(
+        ui.NODES,
+        label=f"Node {chosen}",
+        icon=":material/arrow_forward:",
+        query_params={"node": chosen, "week": str(filters.week), "metric": field},
+    )

@@ -71,8 +71,15 @@ KINDS = "anomaly_kinds"
 
 def registered_detect_files() -> tuple[str, ...]:
     """Every `queries/detect/<name>.sql` the detection steps run, in the order they run."""
-    return (*SHARED_TABLES, *SQL_DETECTORS, STRAGGLER_DETECTOR, REPEAT_DETECTOR, FINALIZE, KINDS,
-            *FOLLOW_UPS)
+    return (
+        *SHARED_TABLES,
+        *SQL_DETECTORS,
+        STRAGGLER_DETECTOR,
+        REPEAT_DETECTOR,
+        FINALIZE,
+        KINDS,
+        *FOLLOW_UPS,
+    )
 
 
 def check_detect_files() -> None:
@@ -86,7 +93,10 @@ def check_detect_files() -> None:
     no_file = [name for name in registered if name not in present]
     if not_run or no_file:
         problems = [f"`queries/detect/{name}.sql` is not run" for name in not_run]
-        problems += [f"`{name}` is registered but `queries/detect/{name}.sql` does not exist" for name in no_file]
+        problems += [
+            f"`{name}` is registered but `queries/detect/{name}.sql` does not exist"
+            for name in no_file
+        ]
         raise GpufleetError(
             f"The detectors do not match queries/detect/: {'; '.join(problems)}.",
             "Add each detector's name to SQL_DETECTORS (or the list its role needs) in "

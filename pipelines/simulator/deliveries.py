@@ -30,7 +30,8 @@ STAMPED_BY: dict[str, pl.Expr] = {
     "gpu_events": pl.col("ts"),
     # A step is logged when it ends; a checkpoint when its save or restore completes.
     "rank_steps": pl.col("end_ts"),
-    "checkpoints": pl.col("start_ts") + pl.duration(microseconds=(pl.col("duration_s") * 1e6).cast(pl.Int64)),
+    "checkpoints": pl.col("start_ts")
+    + pl.duration(microseconds=(pl.col("duration_s") * 1e6).cast(pl.Int64)),
     # Maintenance is announced with its window: a run delivers the windows that begin in it.
     "maintenance": pl.col("start_ts"),
 }
@@ -43,7 +44,9 @@ OUTCOME_COLUMNS = ("end_ts", "exit_code", "reason")
 """What a job or attempt still running has not got yet."""
 
 
-def deliver(source: Path, out: Path, start: datetime, end: datetime, *, as_of: datetime | None = None) -> dict[str, int]:
+def deliver(
+    source: Path, out: Path, start: datetime, end: datetime, *, as_of: datetime | None = None
+) -> dict[str, int]:
     """Write to `out` the landing files a run covering `[start, end)` would have brought.
 
     Stamped rows: those recorded in the window. Jobs and attempts: those running at some

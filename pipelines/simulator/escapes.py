@@ -63,10 +63,24 @@ def inject_flagged_gpu(ctx: FaultContext, fid: str) -> Fault:
     e.xids.append((failed, node, gpu, 48))
     e.dbe.append((node, gpu, failed))
     e.kills.append((failed, node, gpu, "ecc_dbe"))
-    _repair(ctx, node, failed, 2 * 3600, 48, gpu,
-            "cordoned by remediation: XID 48 (double-bit ECC error) after XID 94, GPU reset")
+    _repair(
+        ctx,
+        node,
+        failed,
+        2 * 3600,
+        48,
+        gpu,
+        "cordoned by remediation: XID 48 (double-bit ECC error) after XID 94, GPU reset",
+    )
     return Fault(
-        fid, "flagged_gpu", "hardware", "gpu", node, gpu, warned, failed,
+        fid,
+        "flagged_gpu",
+        "hardware",
+        "gpu",
+        node,
+        gpu,
+        warned,
+        failed,
         "XID 94 (contained ECC error, warn) opens a finding; the node keeps taking work; 45 min to 3 h later "
         "XID 48 and a double-bit error kill the job on the GPU; node cordoned for a GPU reset",
     )
@@ -97,13 +111,17 @@ def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
     # Too frequent: any multi-node run, a save every ~2 minutes of steps.
     frequent = [j for j in multi if j.n_steps * j.base_s >= 3600]
     # Too rare: the longest runs, a save at half way and at the end.
-    rare = sorted((j for j in multi if j.n_steps * j.base_s >= 4 * 3600),
-                  key=lambda j: -j.n_steps * j.base_s)
+    rare = sorted(
+        (j for j in multi if j.n_steps * j.base_s >= 4 * 3600), key=lambda j: -j.n_steps * j.base_s
+    )
     chosen_rare = _in_one_cluster(rare)[:3]
     pool = [j for j in frequent if j not in chosen_rare]
     order: list[int] = [int(i) for i in rng.permutation(len(pool))] if pool else []
     chosen_frequent = _in_one_cluster([pool[i] for i in order])[:3]
-    for kind, jobs in (("checkpoint_too_frequent", chosen_frequent), ("checkpoint_too_rare", chosen_rare)):
+    for kind, jobs in (
+        ("checkpoint_too_frequent", chosen_frequent),
+        ("checkpoint_too_rare", chosen_rare),
+    ):
         if not jobs:
             continue
         name, team = RECURRING_NAMES[kind]
@@ -114,15 +132,28 @@ def recurring_checkpoint_jobs(ctx: FaultContext) -> list[Fault]:
                 job.save_every = max(1, round(FREQUENT_SAVE_S / job.base_s))
             else:
                 job.save_every = max(1, job.n_steps // 2)
-        how = "every ~2 min of steps" if kind.endswith("frequent") else "at half way and at the end of each run"
+        how = (
+            "every ~2 min of steps"
+            if kind.endswith("frequent")
+            else "at half way and at the end of each run"
+        )
         # One row for the recurring job, naming no single job: its runs stay free for the
         # detection suite's rank cases (which avoid jobs the ground truth names).
-        faults.append(Fault(
-            f"{kind}-1", kind, "software", "job", None, None, runs[0].submit_s, runs[-1].submit_s,
-            f"recurring job {team}/{name} (runs {', '.join(j.job_id for j in runs)}) saves a checkpoint "
-            f"{how}: {'too often' if kind.endswith('frequent') else 'too rarely'} for the fleet's "
-            "interruption rate",
-        ))
+        faults.append(
+            Fault(
+                f"{kind}-1",
+                kind,
+                "software",
+                "job",
+                None,
+                None,
+                runs[0].submit_s,
+                runs[-1].submit_s,
+                f"recurring job {team}/{name} (runs {', '.join(j.job_id for j in runs)}) saves a checkpoint "
+                f"{how}: {'too often' if kind.endswith('frequent') else 'too rarely'} for the fleet's "
+                "interruption rate",
+            )
+        )
     return faults
 
 
@@ -197,7 +228,9 @@ def _outcomes(start: float, end: float, t0: float, t1: float, exact: bool) -> se
     return possible
 
 
-def failure_escape_truth(effects, attempts: list[Attempt], names: list[str], horizon: float) -> list[EscapeTruth]:
+def failure_escape_truth(
+    effects, attempts: list[Attempt], names: list[str], horizon: float
+) -> list[EscapeTruth]:
     """The outcome failure_escapes should give every attempt a fault killed (a `kills` effect at
     its end), from the signals on the node the fault struck."""
     signals = _signals(effects, horizon)
@@ -205,7 +238,9 @@ def failure_escape_truth(effects, attempts: list[Attempt], names: list[str], hor
     for a in attempts:
         if a.end_s is None or a.state not in ("failed", "node_fail"):
             continue
-        struck = sorted({node for t, node, _gpu, _kind in effects.kills if t == a.end_s and node in a.nodes})
+        struck = sorted(
+            {node for t, node, _gpu, _kind in effects.kills if t == a.end_s and node in a.nodes}
+        )
         if not struck:
             continue
         lo = hi = 0
@@ -213,8 +248,15 @@ def failure_escape_truth(effects, attempts: list[Attempt], names: list[str], hor
             for t0, t1, exact in signals.get(node, []):
                 possible = _outcomes(a.start_s, a.end_s, t0, t1, exact)
                 lo, hi = max(lo, min(possible)), max(hi, max(possible))
-        truths.append(EscapeTruth(a.job.job_id, a.attempt, names[struck[0]], OUTCOMES[hi],
-                                  tuple(OUTCOMES[i] for i in range(lo, hi + 1))))
+        truths.append(
+            EscapeTruth(
+                a.job.job_id,
+                a.attempt,
+                names[struck[0]],
+                OUTCOMES[hi],
+                tuple(OUTCOMES[i] for i in range(lo, hi + 1)),
+            )
+        )
     return truths
 
 
@@ -228,5 +270,8 @@ def plan_escape_scenarios(ctx: FaultContext) -> list[Fault]:
     flagged GPU per 32 nodes (at least two) and the two recurring checkpointing jobs."""
     if ctx.cfg.nodes < MIN_NODES:
         return []
-    faults = [inject_flagged_gpu(ctx, f"flagged_gpu-{i + 1}") for i in range(max(2, round(ctx.cfg.nodes / 32)))]
+    faults = [
+        inject_flagged_gpu(ctx, f"flagged_gpu-{i + 1}")
+        for i in range(max(2, round(ctx.cfg.nodes / 32)))
+    ]
     return faults + recurring_checkpoint_jobs(ctx)

@@ -79,7 +79,12 @@ class SimulationConfig:
 
     @classmethod
     def create(
-        cls, nodes: int, days: int, seed: int, start: str | None = None, faults: str = "default",
+        cls,
+        nodes: int,
+        days: int,
+        seed: int,
+        start: str | None = None,
+        faults: str = "default",
         load: float = 1.0,
         cluster_prefix: str = "",
     ) -> SimulationConfig:
@@ -90,9 +95,18 @@ class SimulationConfig:
         if faults not in ("default", "none"):
             raise ConfigError(f"Unknown fault plan `{faults}`.", "Use `default` or `none`.")
         if not 0 < load <= 1:
-            raise ConfigError(f"Cannot simulate a load of {load}.", "Pass a load above 0 and at most 1.")
-        return cls(nodes=nodes, days=days, seed=seed, start=_parse_start(start, days), faults=faults,
-                   load=load, cluster_prefix=cluster_prefix)
+            raise ConfigError(
+                f"Cannot simulate a load of {load}.", "Pass a load above 0 and at most 1."
+            )
+        return cls(
+            nodes=nodes,
+            days=days,
+            seed=seed,
+            start=_parse_start(start, days),
+            faults=faults,
+            load=load,
+            cluster_prefix=cluster_prefix,
+        )
 
     def cluster_name(self, index: int) -> str:
         """The name of simulated cluster `index` (into CLUSTERS)."""
@@ -210,7 +224,9 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
         train_nodes = int(np.sum((fleet.cluster == c) & fleet.train))
         batch_nodes = int(np.sum((fleet.cluster == c) & ~fleet.train))
         if train_nodes >= 2:
-            budget = 0.72 * cfg.load * train_nodes * horizon  # node-seconds planned; steps run ~10 % longer
+            budget = (
+                0.72 * cfg.load * train_nodes * horizon
+            )  # node-seconds planned; steps run ~10 % longer
             # 128-node (1,024-rank) jobs only where the partition can hold them (512-node fleets);
             # a size that does not fit gets probability 0, so smaller fleets draw the same jobs.
             sizes = np.array([2, 4, 8, 16, 32, 64, 128])

@@ -249,14 +249,18 @@ def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
 
 # Every table but ground truth carries the record's cluster first (SPEC "Fleet-wide identity").
 SCHEMAS: dict[str, pa.Schema] = {
-    name: schema if "cluster" in schema.names or name == "ground_truth" else schema.insert(0, pa.field("cluster", STR))
+    name: schema
+    if "cluster" in schema.names or name == "ground_truth"
+    else schema.insert(0, pa.field("cluster", STR))
     for name, schema in _SCHEMAS.items()
 }
 
 
 def _node_clusters(sim: Simulation) -> tuple[pa.Array, pa.Array]:
     """(node names, their cluster names), to label node-keyed chunks."""
-    return pa.array(sim.fleet.names, STR), pa.array([sim.cfg.cluster_name(c) for c in sim.fleet.cluster], STR)
+    return pa.array(sim.fleet.names, STR), pa.array(
+        [sim.cfg.cluster_name(c) for c in sim.fleet.cluster], STR
+    )
 
 
 def _with_cluster(table: pa.Table, clusters: pa.Array) -> pa.Table:
@@ -267,7 +271,9 @@ def _by_node(sim: Simulation, table: pa.Table) -> pa.Table:
     """`table` with its rows' node's cluster (an index lookup on the small name list)."""
     names, clusters = _node_clusters(sim)
     index = pc.index_in(table.column("node").cast(STR), value_set=names)
-    return _with_cluster(table, pc.take(clusters, index).combine_chunks() if table.num_rows else pa.array([], STR))
+    return _with_cluster(
+        table, pc.take(clusters, index).combine_chunks() if table.num_rows else pa.array([], STR)
+    )
 
 
 def record_tables(sim: Simulation) -> dict[str, pa.Table]:
@@ -449,13 +455,18 @@ def _step_chunks(sim: Simulation) -> Iterator[tuple[pa.Table, pa.Table]]:
             schema=_SCHEMAS["checkpoints"],
         )
         cluster = cfg.cluster_name(a.job.cluster)
-        yield (_with_cluster(steps, pa.array([cluster] * steps.num_rows, STR)),
-               _with_cluster(ckpt, pa.array([cluster] * ckpt.num_rows, STR)))
+        yield (
+            _with_cluster(steps, pa.array([cluster] * steps.num_rows, STR)),
+            _with_cluster(ckpt, pa.array([cluster] * ckpt.num_rows, STR)),
+        )
 
 
 def _stream(sim: Simulation, table: str) -> Iterator[pa.Table]:
-    chunks = {"gpu_samples": gpu_sample_chunks, "node_samples": node_sample_chunks,
-              "node_conditions": condition_chunks}[table]
+    chunks = {
+        "gpu_samples": gpu_sample_chunks,
+        "node_samples": node_sample_chunks,
+        "node_conditions": condition_chunks,
+    }[table]
     for chunk in chunks(sim.cfg, sim.fleet, sim.state):
         yield _by_node(sim, chunk)
 
@@ -517,7 +528,9 @@ def _write_stream(path: Path, table: str, chunks: Iterator[pa.Table]) -> int:
 def check_output_folder(out_dir: Path) -> None:
     """Refuse `/` and an existing file as the folder to write into."""
     if out_dir.resolve() == Path("/"):
-        raise GpufleetError(f"`{out_dir}` is the root folder.", "Pass a folder of its own, e.g. demo-data.")
+        raise GpufleetError(
+            f"`{out_dir}` is the root folder.", "Pass a folder of its own, e.g. demo-data."
+        )
     if out_dir.exists() and not out_dir.is_dir():
         raise GpufleetError(f"`{out_dir}` is a file, not a folder.", "Pass a new or empty folder.")
 

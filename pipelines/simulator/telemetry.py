@@ -194,7 +194,9 @@ def build_state(
         minutes = np.arange(sl.start, sl.stop)
         cond[3, minutes[((minutes - sl.start) // 3) % 2 == 0], node] = down
     for node, t0, t1, msg in effects.cordons:
-        cond[4, minute_range(t0, t1, T), node] = state_code(("Unschedulable", "True", "Cordoned", msg))
+        cond[4, minute_range(t0, t1, T), node] = state_code(
+            ("Unschedulable", "True", "Cordoned", msg)
+        )
     for node, r0, r1 in effects.reboots:
         sl = minute_range(r0, r1, T)
         for c, name in enumerate(CONDITIONS[:4]):

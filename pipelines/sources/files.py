@@ -98,7 +98,9 @@ def read_jsonl_as_text(path: Path) -> pl.DataFrame:
 def landing_files(folder: Path) -> list[Path]:
     """The landing files in `folder`, in contract order; an error when there are none."""
     if not folder.is_dir():
-        raise InputError("is not a folder", file=str(folder), hint="Pass a folder of landing files.")
+        raise InputError(
+            "is not a folder", file=str(folder), hint="Pass a folder of landing files."
+        )
     found = [
         folder / f"{table}{suffix}"
         for table in LANDING_TABLES

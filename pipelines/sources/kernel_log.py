@@ -58,7 +58,9 @@ class KernelLogResult:
         out = []
         if self.skipped_count:
             where = ", ".join(f"line {n} ({why})" for n, why in self.skipped[:5])
-            out.append(f"{origin}: {self.skipped_count} Xid lines could not be read and were skipped: {where}.")
+            out.append(
+                f"{origin}: {self.skipped_count} Xid lines could not be read and were skipped: {where}."
+            )
         if self.unmapped:
             out.append(
                 f"{origin}: {self.unmapped} XIDs name a PCI bus id with no known GPU index; they landed "
@@ -81,7 +83,9 @@ def line_time(line: str, boot_time: datetime | None, year: int) -> tuple[datetim
             return None, "dmesg-relative"
         return boot_time + timedelta(seconds=float(m.group(1))), "dmesg-relative"
     if m := _DMESG_T.match(line):
-        return datetime.strptime(re.sub(" +", " ", m.group(1)), "%a %b %d %H:%M:%S %Y").replace(tzinfo=UTC), "dmesg-T"
+        return datetime.strptime(re.sub(" +", " ", m.group(1)), "%a %b %d %H:%M:%S %Y").replace(
+            tzinfo=UTC
+        ), "dmesg-T"
     if m := _ISO.match(line):
         return _iso(m.group(1)), "iso"
     if m := _SYSLOG.match(line):
@@ -123,7 +127,8 @@ def parse_kernel_log(
             if kind == "dmesg-relative":
                 raise InputError(
                     "has dmesg timestamps in seconds since boot, which need the boot time",
-                    file=origin, line=number,
+                    file=origin,
+                    line=number,
                     hint="Pass --boot-time (from `uptime -s` or `journalctl --list-boots`), or use `dmesg -T`.",
                 )
             result.skipped_count += 1
@@ -137,13 +142,31 @@ def parse_kernel_log(
         rest = match.group("rest") or ""
         message = _PID_NAME.sub("", rest).strip() or None
         rows.append(
-            {ROW_COLUMN: number, "ts": ts, "node": node, "gpu": gpu, "uuid": uuid, "kind": "xid",
-             "code": int(match.group("code")), "message": message, "source": "kernel-log"}
+            {
+                ROW_COLUMN: number,
+                "ts": ts,
+                "node": node,
+                "gpu": gpu,
+                "uuid": uuid,
+                "kind": "xid",
+                "code": int(match.group("code")),
+                "message": message,
+                "source": "kernel-log",
+            }
         )
     result.events = pl.DataFrame(
         rows,
-        schema={ROW_COLUMN: pl.Int64, "ts": pl.Datetime("us", "UTC"), "node": pl.String, "gpu": pl.Int64,
-                "uuid": pl.String, "kind": pl.String, "code": pl.Int64, "message": pl.String, "source": pl.String},
+        schema={
+            ROW_COLUMN: pl.Int64,
+            "ts": pl.Datetime("us", "UTC"),
+            "node": pl.String,
+            "gpu": pl.Int64,
+            "uuid": pl.String,
+            "kind": pl.String,
+            "code": pl.Int64,
+            "message": pl.String,
+            "source": pl.String,
+        },
     ).unique(subset=["ts", "node", "gpu", "kind", "code"], keep="first", maintain_order=True)
     return result
 
@@ -165,7 +188,10 @@ def parse_pci_map(text: str) -> dict[str, tuple[int, str | None]]:
         bus, _, index = item.rpartition("=")
         pci = normalise_pci_bus_id(bus)
         if pci is None or not index.isdigit():
-            raise InputError(f"`{item}` is not `PCI_BUS_ID=GPU_INDEX`", hint="Example: --pci-map 0000:3b:00=0,0000:5e:00=1")
+            raise InputError(
+                f"`{item}` is not `PCI_BUS_ID=GPU_INDEX`",
+                hint="Example: --pci-map 0000:3b:00=0,0000:5e:00=1",
+            )
         out[pci] = (int(index), None)
     return out
 
@@ -188,9 +214,15 @@ def ingest_kernel_log(
         raise InputError(f"cannot read the file: {e}", file=str(path)) from e
     mapping = stored_pci_map(con, node)
     mapping.update(pci_map or {})
-    result = parse_kernel_log(text, node, boot_time=boot_time, year=year, pci_map=mapping, origin=str(path))
-    loads = load_batch(con, [TableInput("gpu_events", result.events, str(path), position="line")],
-                       source=f"kernel-log:{node}", cluster=cluster)
+    result = parse_kernel_log(
+        text, node, boot_time=boot_time, year=year, pci_map=mapping, origin=str(path)
+    )
+    loads = load_batch(
+        con,
+        [TableInput("gpu_events", result.events, str(path), position="line")],
+        source=f"kernel-log:{node}",
+        cluster=cluster,
+    )
     return loads, result
 
 
@@ -215,7 +247,19 @@ class KernelLogSource(WholeFileSource):
         return f"kernel-log:{self.node}"  # one node's log, whatever the file is called
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
-        loads, parsed = ingest_kernel_log(con, self.path, self.node, boot_time=self.boot_time, year=self.year,
-                                          pci_map=self.pci_map, cluster=self.cluster)
-        return SourceReport(self.source_id, loads, warnings=parsed.warnings(str(self.path)),
-                            notes=[f"{parsed.xid_lines:,} Xid lines read."], detail=parsed)
+        loads, parsed = ingest_kernel_log(
+            con,
+            self.path,
+            self.node,
+            boot_time=self.boot_time,
+            year=self.year,
+            pci_map=self.pci_map,
+            cluster=self.cluster,
+        )
+        return SourceReport(
+            self.source_id,
+            loads,
+            warnings=parsed.warnings(str(self.path)),
+            notes=[f"{parsed.xid_lines:,} Xid lines read."],
+            detail=parsed,
+        )

@@ -40,8 +40,12 @@ from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 GPU_RESOURCE = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name", "training.kubeflow.org/job-name",
-                   "pytorch-job-name")
+JOB_NAME_LABELS = (
+    "batch.kubernetes.io/job-name",
+    "job-name",
+    "training.kubeflow.org/job-name",
+    "pytorch-job-name",
+)
 """Pod labels naming the Job or PyTorchJob that created the pod (newest Kubernetes/Kubeflow first)."""
 OWNER_KINDS = ("Job", "PyTorchJob")
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -57,7 +61,9 @@ def _pod_gpus(template: dict[str, Any]) -> int:
     total = 0
     for container in template.get("spec", {}).get("containers", []) or []:
         resources = container.get("resources", {}) or {}
-        value = (resources.get("limits") or {}).get(GPU_RESOURCE) or (resources.get("requests") or {}).get(GPU_RESOURCE)
+        value = (resources.get("limits") or {}).get(GPU_RESOURCE) or (
+            resources.get("requests") or {}
+        ).get(GPU_RESOURCE)
         if value is not None:
             total += int(str(value))
     return total
@@ -94,19 +100,32 @@ class Pod:
     """What a job's pod tells: where it ran, when, and how its containers ended."""
 
     def __init__(self, obj: dict[str, Any]) -> None:
-        meta, spec, status = obj.get("metadata", {}), obj.get("spec", {}) or {}, obj.get("status", {}) or {}
+        meta, spec, status = (
+            obj.get("metadata", {}),
+            obj.get("spec", {}) or {},
+            obj.get("status", {}) or {},
+        )
         self.namespace = meta.get("namespace", "default")
         labels = meta.get("labels") or {}
-        owners = [o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") in OWNER_KINDS]
-        self.job_name: str | None = owners[0] if owners else next(
-            (labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
+        owners = [
+            o.get("name") for o in meta.get("ownerReferences") or [] if o.get("kind") in OWNER_KINDS
+        ]
+        self.job_name: str | None = (
+            owners[0]
+            if owners
+            else next((labels[k] for k in JOB_NAME_LABELS if labels.get(k)), None)
+        )
         self.node: str | None = spec.get("nodeName")
         self.start = _ts(status.get("startTime"))
         terminated = [
-            s["state"]["terminated"] for s in status.get("containerStatuses") or []
+            s["state"]["terminated"]
+            for s in status.get("containerStatuses") or []
             if (s.get("state") or {}).get("terminated")
         ]
-        self.end = max((t for t in (_ts(x.get("finishedAt")) for x in terminated) if t is not None), default=None)
+        self.end = max(
+            (t for t in (_ts(x.get("finishedAt")) for x in terminated) if t is not None),
+            default=None,
+        )
         failed = [x for x in terminated if x.get("exitCode") not in (None, 0)]
         # the container that failed last speaks for the pod
         last = max(failed, key=lambda x: x.get("finishedAt") or "", default=None)
@@ -130,7 +149,9 @@ def _template_node(template: dict[str, Any]) -> list[str]:
     return [node] if node else []
 
 
-def _attempt_nodes(pods: list[Pod], start: datetime | None, end: datetime | None, pinned: list[str]) -> list[str]:
+def _attempt_nodes(
+    pods: list[Pod], start: datetime | None, end: datetime | None, pinned: list[str]
+) -> list[str]:
     nodes = sorted({p.node for p in pods if p.node and p.ran_during(start, end)})
     return nodes or pinned
 
@@ -157,7 +178,10 @@ def _batch_job(obj: dict[str, Any], user_label: str, pods: list[Pod]) -> tuple[d
     start = _ts(status.get("startTime"))
     exit_code, reason = None, None
     if _true(complete):
-        state, end = "succeeded", _ts(status.get("completionTime")) or _ts(complete.get("lastTransitionTime"))
+        state, end = (
+            "succeeded",
+            _ts(status.get("completionTime")) or _ts(complete.get("lastTransitionTime")),
+        )
         exit_code = 0
     elif _true(failed):
         state, exit_code = _failure(failed.get("reason"), failed.get("message"))
@@ -165,7 +189,9 @@ def _batch_job(obj: dict[str, Any], user_label: str, pods: list[Pod]) -> tuple[d
         if exit_code is None:
             # BackoffLimitExceeded names no exit code: the last failed pod's is the job's
             failed_pods = [p for p in pods if p.exit_code is not None]
-            last = max(failed_pods, key=lambda p: p.end or datetime.min.replace(tzinfo=UTC), default=None)
+            last = max(
+                failed_pods, key=lambda p: p.end or datetime.min.replace(tzinfo=UTC), default=None
+            )
             exit_code = last.exit_code if last is not None else None
     else:
         state, end = "running", None
@@ -174,8 +200,16 @@ def _batch_job(obj: dict[str, Any], user_label: str, pods: list[Pod]) -> tuple[d
     if start is not None:
         nodes = _attempt_nodes(pods, start, end, _template_node(spec.get("template", {})))
         attempts.append(
-            {"job_id": job["job_id"], "attempt": 0, "start_ts": start, "end_ts": end, "state": state,
-             "exit_code": exit_code, "reason": reason, "nodes": nodes}
+            {
+                "job_id": job["job_id"],
+                "attempt": 0,
+                "start_ts": start,
+                "end_ts": end,
+                "state": state,
+                "exit_code": exit_code,
+                "reason": reason,
+                "nodes": nodes,
+            }
         )
     return job, attempts
 
@@ -196,25 +230,44 @@ def _pytorch_job(obj: dict[str, Any], user_label: str, pods: list[Pod]) -> tuple
         end = _ts(status.get("completionTime")) or _ts(succeeded.get("lastTransitionTime"))
     elif _true(failed):
         state, exit_code = _failure(failed.get("reason"), failed.get("message"))
-        end, reason = _ts(status.get("completionTime")) or _ts(failed.get("lastTransitionTime")), failed.get("reason")
+        end, reason = (
+            _ts(status.get("completionTime")) or _ts(failed.get("lastTransitionTime")),
+            failed.get("reason"),
+        )
     else:
         state, end = "running", None
     job.update(start_ts=start, end_ts=end, state=state, exit_code=exit_code, reason=reason)
     attempts = []
     if start is not None:
-        pinned = sorted({n for r in replicas.values() for n in _template_node(r.get("template", {}))})
+        pinned = sorted(
+            {n for r in replicas.values() for n in _template_node(r.get("template", {}))}
+        )
         restart_ts = _ts(restarting.get("lastTransitionTime")) if restarting else None
         first_end = restart_ts if restart_ts is not None and restart_ts > start else None
         if first_end is not None:
             attempts.append(
-                {"job_id": job["job_id"], "attempt": 0, "start_ts": start, "end_ts": first_end,
-                 "state": "failed", "exit_code": None, "reason": restarting.get("reason"),
-                 "nodes": _attempt_nodes(pods, start, first_end, pinned)}
+                {
+                    "job_id": job["job_id"],
+                    "attempt": 0,
+                    "start_ts": start,
+                    "end_ts": first_end,
+                    "state": "failed",
+                    "exit_code": None,
+                    "reason": restarting.get("reason"),
+                    "nodes": _attempt_nodes(pods, start, first_end, pinned),
+                }
             )
         attempts.append(
-            {"job_id": job["job_id"], "attempt": len(attempts), "start_ts": first_end or start, "end_ts": end,
-             "state": state, "exit_code": exit_code, "reason": reason,
-             "nodes": _attempt_nodes(pods, first_end or start, end, pinned)}
+            {
+                "job_id": job["job_id"],
+                "attempt": len(attempts),
+                "start_ts": first_end or start,
+                "end_ts": end,
+                "state": state,
+                "exit_code": exit_code,
+                "reason": reason,
+                "nodes": _attempt_nodes(pods, first_end or start, end, pinned),
+            }
         )
     return job, attempts
 
@@ -223,9 +276,17 @@ def _items(text: str, origin: str) -> list[Any]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"is not JSON: {e.msg}", file=origin, line=e.lineno,
-                         hint="Pass the output of `kubectl get jobs,pytorchjobs,pods -A -o json`.") from None
-    items = doc.get("items") if isinstance(doc, dict) and doc.get("kind", "").endswith("List") else [doc]
+        raise InputError(
+            f"is not JSON: {e.msg}",
+            file=origin,
+            line=e.lineno,
+            hint="Pass the output of `kubectl get jobs,pytorchjobs,pods -A -o json`.",
+        ) from None
+    items = (
+        doc.get("items")
+        if isinstance(doc, dict) and doc.get("kind", "").endswith("List")
+        else [doc]
+    )
     if not isinstance(items, list):
         raise InputError("has no `items` list", file=origin)
     for index, obj in enumerate(items, start=1):
@@ -243,15 +304,24 @@ def parse_pods(items: list[Any], origin: str) -> dict[str, list[Pod]]:
         try:
             pod = Pod(obj)
         except (KeyError, ValueError, TypeError, AttributeError) as e:
-            raise InputError(f"Pod cannot be read: {type(e).__name__} {e}", file=origin, row=index,
-                             hint="Pass unmodified `kubectl get pods -A -o json` output.") from None
+            raise InputError(
+                f"Pod cannot be read: {type(e).__name__} {e}",
+                file=origin,
+                row=index,
+                hint="Pass unmodified `kubectl get pods -A -o json` output.",
+            ) from None
         if pod.job_id is not None:
             pods.setdefault(pod.job_id, []).append(pod)
     return pods
 
 
-def parse_kube_jobs(text: str, origin: str = "<kubectl>", user_label: str = "gpufleet.io/user",
-                    pods_text: str | None = None, pods_origin: str = "<pods>") -> tuple[pl.DataFrame, pl.DataFrame, int]:
+def parse_kube_jobs(
+    text: str,
+    origin: str = "<kubectl>",
+    user_label: str = "gpufleet.io/user",
+    pods_text: str | None = None,
+    pods_origin: str = "<pods>",
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """(jobs, job_attempts, objects skipped) from kubectl JSON. Row numbers are item indexes (1-based).
 
     Pods (in `text` itself or in `pods_text`, `kubectl get pods -A -o json`) give the nodes and the
@@ -278,8 +348,12 @@ def parse_kube_jobs(text: str, origin: str = "<kubectl>", user_label: str = "gpu
                 skipped += 1
                 continue
         except (KeyError, ValueError, TypeError, AttributeError) as e:
-            raise InputError(f"{kind} cannot be read: {type(e).__name__} {e}", file=origin, row=index,
-                             hint="Pass unmodified `kubectl get ... -o json` output.") from None
+            raise InputError(
+                f"{kind} cannot be read: {type(e).__name__} {e}",
+                file=origin,
+                row=index,
+                hint="Pass unmodified `kubectl get ... -o json` output.",
+            ) from None
         jobs.append({ROW_COLUMN: index, **job})
         attempts.extend({ROW_COLUMN: index, **a} for a in job_attempts)
     # pods of no job in the input (and pods naming no job at all) are not loaded
@@ -288,14 +362,35 @@ def parse_kube_jobs(text: str, origin: str = "<kubectl>", user_label: str = "gpu
     ts = pl.Datetime("us", "UTC")
     jobs_frame = pl.DataFrame(
         jobs,
-        schema={ROW_COLUMN: pl.Int64, "job_id": pl.String, "name": pl.String, "user": pl.String, "team": pl.String,
-                "queue": pl.String, "submit_ts": ts, "num_gpus": pl.Int64, "start_ts": ts, "end_ts": ts,
-                "state": pl.String, "exit_code": pl.Int64, "reason": pl.String},
+        schema={
+            ROW_COLUMN: pl.Int64,
+            "job_id": pl.String,
+            "name": pl.String,
+            "user": pl.String,
+            "team": pl.String,
+            "queue": pl.String,
+            "submit_ts": ts,
+            "num_gpus": pl.Int64,
+            "start_ts": ts,
+            "end_ts": ts,
+            "state": pl.String,
+            "exit_code": pl.Int64,
+            "reason": pl.String,
+        },
     )
     attempts_frame = pl.DataFrame(
         attempts,
-        schema={ROW_COLUMN: pl.Int64, "job_id": pl.String, "attempt": pl.Int64, "start_ts": ts, "end_ts": ts,
-                "state": pl.String, "exit_code": pl.Int64, "reason": pl.String, "nodes": pl.List(pl.String)},
+        schema={
+            ROW_COLUMN: pl.Int64,
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "start_ts": ts,
+            "end_ts": ts,
+            "state": pl.String,
+            "exit_code": pl.Int64,
+            "reason": pl.String,
+            "nodes": pl.List(pl.String),
+        },
     )
     return jobs_frame, attempts_frame, skipped
 
@@ -307,8 +402,13 @@ def _read(path: Path) -> str:
         raise InputError(f"cannot read the file: {e}", file=str(path)) from e
 
 
-def ingest_kube_jobs(con: duckdb.DuckDBPyConnection, path: str | Path, user_label: str = "gpufleet.io/user",
-                     pods: str | Path | None = None, cluster: str | None = None) -> tuple[list[LoadResult], int]:
+def ingest_kube_jobs(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    user_label: str = "gpufleet.io/user",
+    pods: str | Path | None = None,
+    cluster: str | None = None,
+) -> tuple[list[LoadResult], int]:
     """Load one kubectl JSON file (plus an optional pods file) as one batch; also return how many
     objects were not jobs or their pods."""
     path = Path(path)
@@ -335,6 +435,11 @@ class KubeJobsSource(WholeFileSource):
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         loads, skipped = ingest_kube_jobs(con, self.path, self.user_label, self.pods, self.cluster)
-        warnings = ([f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."]
-                    if skipped else [])
+        warnings = (
+            [
+                f"{skipped} objects were neither a Job, a PyTorchJob nor one of their pods and were skipped."
+            ]
+            if skipped
+            else []
+        )
         return SourceReport(self.source_id, loads, warnings=warnings, detail=skipped)

@@ -62,7 +62,9 @@ def _models(nodes: pl.DataFrame | None) -> dict[str, str]:
     return {n: m for n, m in nodes.select("node", "gpu_model").iter_rows() if m is not None}
 
 
-def _gpu_labels(node: str, gpu: int, uuid: str | None, model: str, host_label: str) -> list[tuple[str, str]]:
+def _gpu_labels(
+    node: str, gpu: int, uuid: str | None, model: str, host_label: str
+) -> list[tuple[str, str]]:
     return [
         ("gpu", str(gpu)),
         ("UUID", uuid or ""),
@@ -86,13 +88,21 @@ def _write_gpu_families(frames: dict[str, pl.DataFrame], host_label: str, out: B
     models = _models(frames.get("nodes"))
     # Label sets are formatted once per series (a few thousand), not once per sample.
     series = samples.select("node", "gpu", "uuid").unique()
-    series = series.with_columns(pl.Series("labels", [
-        _labels(_gpu_labels(node, gpu, uuid, models.get(node, ""), host_label))
-        for node, gpu, uuid in series.iter_rows()
-    ], dtype=pl.String))
+    series = series.with_columns(
+        pl.Series(
+            "labels",
+            [
+                _labels(_gpu_labels(node, gpu, uuid, models.get(node, ""), host_label))
+                for node, gpu, uuid in series.iter_rows()
+            ],
+            dtype=pl.String,
+        )
+    )
     epoch_ms = pl.col("ts").dt.epoch("ms")
     seconds = pl.concat_str(
-        (epoch_ms // 1000).cast(pl.String), pl.lit("."), (epoch_ms % 1000).cast(pl.String).str.zfill(3)
+        (epoch_ms // 1000).cast(pl.String),
+        pl.lit("."),
+        (epoch_ms % 1000).cast(pl.String).str.zfill(3),
     )
     written = 0
     for metric in sorted(samples["metric"].unique().to_list()):
@@ -105,8 +115,14 @@ def _write_gpu_families(frames: dict[str, pl.DataFrame], host_label: str, out: B
         )
         for offset in range(0, family.height, GPU_CHUNK_ROWS):
             family.slice(offset, GPU_CHUNK_ROWS).select(
-                pl.concat_str(pl.lit(metric), "labels", pl.lit(" "), pl.col("value").cast(pl.String),
-                              pl.lit(" "), seconds)
+                pl.concat_str(
+                    pl.lit(metric),
+                    "labels",
+                    pl.lit(" "),
+                    pl.col("value").cast(pl.String),
+                    pl.lit(" "),
+                    seconds,
+                )
             ).write_csv(out, include_header=False, quote_style="never")
         written += family.height
     return written
@@ -125,7 +141,9 @@ def _xid_family(frames: dict[str, pl.DataFrame], host_label: str) -> Iterator[st
     uuids: dict[tuple[str, int], str] = {}
     if samples is not None and not samples.is_empty():
         # Only the GPUs with XIDs get a series: their scrapes alone are read.
-        samples = samples.join(events.select("node", "gpu").unique(), on=["node", "gpu"], how="semi")
+        samples = samples.join(
+            events.select("node", "gpu").unique(), on=["node", "gpu"], how="semi"
+        )
         distinct = samples.select("node", "gpu", "ts").unique().sort("node", "gpu", "ts")
         for node, gpu, ts in distinct.iter_rows():
             scrapes[(node, gpu)].append(ts)
@@ -133,7 +151,9 @@ def _xid_family(frames: dict[str, pl.DataFrame], host_label: str) -> Iterator[st
             uuids[(node, gpu)] = uuid
     window_s = XID_WINDOW_MS / 1000
     yield "# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge"
-    for (node, gpu, code), group in events.sort("ts").group_by("node", "gpu", "code", maintain_order=True):
+    for (node, gpu, code), group in events.sort("ts").group_by(
+        "node", "gpu", "code", maintain_order=True
+    ):
         event_ts = group["ts"].to_list()
         points = sorted(set(scrapes.get((node, gpu), [])) | set(event_ts))
         uuid = uuids.get((node, gpu)) or (group["uuid"][0] if "uuid" in group.columns else None)
@@ -155,7 +175,9 @@ def _condition_families(frames: dict[str, pl.DataFrame]) -> Iterator[str]:
     if not regular.is_empty():
         yield "# TYPE kube_node_status_condition gauge"
         for status in ("false", "true", "unknown"):
-            for (node, condition), series in regular.group_by("node", "condition", maintain_order=True):
+            for (node, condition), series in regular.group_by(
+                "node", "condition", maintain_order=True
+            ):
                 labels = _labels([("condition", condition), ("node", node), ("status", status)])
                 for ts, value in series.select("ts", "status").iter_rows():
                     yield f"kube_node_status_condition{labels} {int(value.lower() == status)} {_seconds(ts)}"
@@ -174,7 +196,9 @@ def _node_sample_families(frames: dict[str, pl.DataFrame]) -> Iterator[str]:
     nodes = frames.get("nodes")
     expected = {}
     if nodes is not None and not nodes.is_empty():
-        expected = {n: e for n, e in nodes.select("node", "nic_expected").iter_rows() if e is not None}
+        expected = {
+            n: e for n, e in nodes.select("node", "nic_expected").iter_rows() if e is not None
+        }
     links = samples.filter(pl.col("metric") == "nic_links_up").sort("node", "ts")
     if not links.is_empty():
         ports_per_node = links.group_by("node").agg(pl.col("value").max())
@@ -183,7 +207,9 @@ def _node_sample_families(frames: dict[str, pl.DataFrame]) -> Iterator[str]:
         for (node,), series in links.group_by("node", maintain_order=True):
             rows = series.select("ts", "value").rows()
             for port in range(ports[node]):
-                labels = _labels([("device", f"mlx5_{port}"), ("instance", f"{node}:9100"), ("port", "1")])
+                labels = _labels(
+                    [("device", f"mlx5_{port}"), ("instance", f"{node}:9100"), ("port", "1")]
+                )
                 for ts, up in rows:
                     yield f"node_infiniband_state_id{labels} {4 if port < up else 1} {_seconds(ts)}"
     errors = samples.filter(pl.col("metric") == "nic_link_errors_total").sort("node", "ts")
@@ -200,7 +226,8 @@ def _inventory_families(frames: dict[str, pl.DataFrame]) -> Iterator[str]:
     if nodes is None or nodes.is_empty():
         return
     instants = [
-        frames[t]["ts"] for t in ("node_conditions", "gpu_samples", "node_samples")
+        frames[t]["ts"]
+        for t in ("node_conditions", "gpu_samples", "node_samples")
         if frames.get(t) is not None and not frames[t].is_empty()
     ]
     if not instants:
@@ -235,7 +262,9 @@ def _other_lines(frames: dict[str, pl.DataFrame], host_label: str) -> Iterator[s
     yield "# EOF"
 
 
-def write_openmetrics(frames: dict[str, pl.DataFrame], path: str | Path, host_label: str = "Hostname") -> int:
+def write_openmetrics(
+    frames: dict[str, pl.DataFrame], path: str | Path, host_label: str = "Hostname"
+) -> int:
     """Write the exposition text for `frames` (landing table name → frame) to `path`; return the
     number of sample lines. `host_label` is `Hostname` (dcgm-exporter up to 4.8) or `hostname`
     (newer releases)."""

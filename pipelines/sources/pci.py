@@ -11,8 +11,10 @@ import re
 
 def normalise_pci_bus_id(text: str) -> str | None:
     """`00000000:3B:00.0`, `0000:3b:00` or `3b:00.0` → `0000:3b:00` (domain:bus:device)."""
-    match = re.match(r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
-                     text.strip())
+    match = re.match(
+        r"^(?:(?:PCI:)?([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?$",
+        text.strip(),
+    )
     if not match:
         return None
     domain = int(match.group(1) or "0", 16)

@@ -102,7 +102,10 @@ DEFAULT_GPU_METRICS: tuple[str, ...] = (
 
 DEFAULT_NODE_METRICS: dict[str, dict[str, str]] = {
     # node-exporter's infiniband collector: state_id 4 is ACTIVE; one series per device and port.
-    "nic_links_up": {"selector": "node_infiniband_state_id", "sample_sql": "CAST(value = 4 AS DOUBLE)"},
+    "nic_links_up": {
+        "selector": "node_infiniband_state_id",
+        "sample_sql": "CAST(value = 4 AS DOUBLE)",
+    },
     "nic_link_errors_total": {
         "selector": '{__name__=~"node_infiniband_(symbol_error|link_error_recovery|link_downed'
         '|port_errors_received)_total"}',
@@ -135,7 +138,9 @@ class PrometheusSettings:
     was cut off or partial (a store of Thanos or VictoriaMetrics did not answer)."""
     backoff_s: NonNegativeFloat = 1.0
     """First retry delay, seconds; doubles each retry."""
-    node_labels: list[str] = field(default_factory=lambda: ["node", "Hostname", "hostname", "instance"])
+    node_labels: list[str] = field(
+        default_factory=lambda: ["node", "Hostname", "hostname", "instance"]
+    )
     """Labels naming the node, first present wins (`instance` loses its `:port`)."""
     matchers: str = ""
     """Extra label matchers for the dcgm-exporter selectors, e.g. `job="dcgm-exporter"`."""
@@ -165,7 +170,9 @@ class PrometheusSettings:
     to fill in, not a default: `{"p5.48xlarge" = 32}` (EFA adapters of a p5)."""
     inventory_lookback_s: PositiveInt = 3600
     """The node inventory is the newest label set seen this long before the end."""
-    node_metrics: dict[str, dict[str, str]] = field(default_factory=lambda: dict(DEFAULT_NODE_METRICS))
+    node_metrics: dict[str, dict[str, str]] = field(
+        default_factory=lambda: dict(DEFAULT_NODE_METRICS)
+    )
     """Canonical node metric → `{selector, sample_sql}` (raw samples, `sample_sql` per sample,
     summed per node and timestamp) or `{promql}` (evaluated at the scrape interval)."""
     downsample_functions: dict[str, str] = field(default_factory=dict)
@@ -176,13 +183,16 @@ class PrometheusSettings:
     def _node_metric_specs(cls, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for name, spec in value.items():
             if not ({"selector", "promql"} & set(spec)):
-                raise ValueError(f"`{name}` needs a `selector` or a `promql` key, e.g. nic_links_up = "
-                                 '{ selector = "node_infiniband_state_id", sample_sql = "CAST(value = 4 AS DOUBLE)" }')
+                raise ValueError(
+                    f"`{name}` needs a `selector` or a `promql` key, e.g. nic_links_up = "
+                    '{ selector = "node_infiniband_state_id", sample_sql = "CAST(value = 4 AS DOUBLE)" }'
+                )
         return value
 
     @classmethod
-    def from_extra(cls, extra: dict[str, Any], origin: str = "settings",
-                   origins: dict[str, str] | None = None) -> PrometheusSettings:
+    def from_extra(
+        cls, extra: dict[str, Any], origin: str = "settings", origins: dict[str, str] | None = None
+    ) -> PrometheusSettings:
         """The `[prometheus]` table of `extra`, validated; `node_metrics` adds to the defaults."""
         values = extra.get("prometheus", {})
         if isinstance(values, dict) and isinstance(values.get("node_metrics"), dict):
@@ -277,8 +287,10 @@ def read_credentials(env: dict[str, str]) -> tuple[dict[str, str], tuple[str, st
 
 
 def _check_secret(name: str, value: str, *, spaces_inside: bool) -> None:
-    bad_inside = any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") or (c.isspace() and not spaces_inside)
-                     for c in value)
+    bad_inside = any(
+        unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") or (c.isspace() and not spaces_inside)
+        for c in value
+    )
     if bad_inside or value != value.strip():
         raise ConfigError(
             f"{name} contains whitespace or control characters (e.g. a trailing newline); it was not used.",
@@ -302,7 +314,9 @@ class PrometheusClient:
     ) -> None:
         env = dict(os.environ if env is None else env)
         if not urlsplit(url).scheme or not urlsplit(url).netloc:
-            raise ConfigError(f"`{redact_url(url)}` is not a URL.", "Pass e.g. --url http://prometheus:9090.")
+            raise ConfigError(
+                f"`{redact_url(url)}` is not a URL.", "Pass e.g. --url http://prometheus:9090."
+            )
         headers, auth = read_credentials(env)
         headers["Accept-Encoding"] = "gzip" if settings.compress else "identity"
         self.shown_url = redact_url(url)
@@ -357,7 +371,9 @@ class PrometheusClient:
             "partial_response": "false",
             "deny_partial_response": "1",
         }
-        network_hint = "Check --url and the network (and `prometheus.timeout_s`); nothing was loaded."
+        network_hint = (
+            "Check --url and the network (and `prometheus.timeout_s`); nothing was loaded."
+        )
         try:
             with warnings.catch_warnings():
                 if self.insecure:  # said once, in the report, instead of on every request
@@ -371,7 +387,9 @@ class PrometheusClient:
         except requests.Timeout:
             raise _Transient(f"Prometheus at {self.shown_url} timed out", network_hint) from None
         except requests.ConnectionError:
-            raise _Transient(f"Prometheus at {self.shown_url} could not be reached", network_hint) from None
+            raise _Transient(
+                f"Prometheus at {self.shown_url} could not be reached", network_hint
+            ) from None
         except requests.RequestException:
             # Never formatted: such an exception may quote a request header.
             raise SourceError(
@@ -395,7 +413,9 @@ class PrometheusClient:
             )
         payload = self._decode_json(body, status, response.headers.get("Content-Type", ""))
         if payload.get("status") == "error" or status != 200:
-            detail = _one_line(str(payload.get("error") or payload.get("errorType") or "no error text"))
+            detail = _one_line(
+                str(payload.get("error") or payload.get("errorType") or "no error text")
+            )
             if status == 422:
                 # "execution" errors: a broken query, or (Thanos, VictoriaMetrics asked for no
                 # partial answer) a store that did not answer; worth the retries.
@@ -420,7 +440,11 @@ class PrometheusClient:
         partial = [w for w in said if not _ANNOTATION.match(w)]
         if payload.get("isPartial") is True:
             partial.append("isPartial: true (some storage nodes did not answer)")
-        notes = [] if partial else said + [_one_line(str(i)) for i in payload.get("infos") or [] if str(i).strip()]
+        notes = (
+            []
+            if partial
+            else said + [_one_line(str(i)) for i in payload.get("infos") or [] if str(i).strip()]
+        )
         return Answer(data["result"], partial, notes)
 
     def _read_body(self, response: requests.Response, deadline: float) -> bytes:
@@ -428,7 +452,9 @@ class PrometheusClient:
         raw = response.raw
         parts: list[bytes] = []
         announced = response.headers.get("Content-Length")
-        timeout_hint = "Raise `prometheus.timeout_s`, or shorten `prometheus.chunk_s`; nothing was loaded."
+        timeout_hint = (
+            "Raise `prometheus.timeout_s`, or shorten `prometheus.chunk_s`; nothing was loaded."
+        )
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -443,10 +469,16 @@ class PrometheusClient:
                 sock.settimeout(remaining)
             try:
                 piece = raw.read1(_READ_BYTES, decode_content=False)
-            except (urllib3.exceptions.ProtocolError, urllib3.exceptions.IncompleteRead, http.client.HTTPException,
-                    ConnectionError):
-                raise _Transient(self._cut_off(raw.tell(), announced), "Check the network and any proxy in between; "
-                                 "nothing was loaded.") from None
+            except (
+                urllib3.exceptions.ProtocolError,
+                urllib3.exceptions.IncompleteRead,
+                http.client.HTTPException,
+                ConnectionError,
+            ):
+                raise _Transient(
+                    self._cut_off(raw.tell(), announced),
+                    "Check the network and any proxy in between; nothing was loaded.",
+                ) from None
             except (TimeoutError, urllib3.exceptions.ReadTimeoutError):
                 continue  # the deadline check above ends it
             if not piece:
@@ -454,19 +486,25 @@ class PrometheusClient:
             parts.append(piece)
         body = b"".join(parts)
         if announced and announced.isdigit() and len(body) < int(announced):
-            raise _Transient(self._cut_off(len(body), announced), "Check the network and any proxy in between; "
-                             "nothing was loaded.")
+            raise _Transient(
+                self._cut_off(len(body), announced),
+                "Check the network and any proxy in between; nothing was loaded.",
+            )
         encoding = response.headers.get("Content-Encoding", "").lower().strip()
         if encoding in ("gzip", "x-gzip", "deflate"):
             try:
                 inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
                 decoded = inflater.decompress(body) + inflater.flush()
             except zlib.error:
-                raise _Transient(self._cut_off(len(body), announced, compressed=True), "Check the network and any "
-                                 "proxy in between; nothing was loaded.") from None
+                raise _Transient(
+                    self._cut_off(len(body), announced, compressed=True),
+                    "Check the network and any proxy in between; nothing was loaded.",
+                ) from None
             if not inflater.eof:
-                raise _Transient(self._cut_off(len(body), announced, compressed=True), "Check the network and any "
-                                 "proxy in between; nothing was loaded.")
+                raise _Transient(
+                    self._cut_off(len(body), announced, compressed=True),
+                    "Check the network and any proxy in between; nothing was loaded.",
+                )
             return decoded
         return body
 
@@ -537,7 +575,11 @@ def _tls_error(shown_url: str, error: requests.exceptions.SSLError) -> SourceErr
             "Set REQUESTS_CA_BUNDLE to a PEM file of the CAs that signed it, or pass --insecure "
             "to skip verification.",
         )
-    reason = cause.reason.lower().replace("_", " ") if cause is not None and cause.reason else "no details"
+    reason = (
+        cause.reason.lower().replace("_", " ")
+        if cause is not None and cause.reason
+        else "no details"
+    )
     return SourceError(
         f"The TLS handshake with {shown_url} failed ({reason}).",
         "Check that the server speaks HTTPS on that port, or use an http:// URL.",
@@ -693,7 +735,9 @@ class Stage:
         self.con.register("__chunk", frame)
         try:
             columns = ", ".join(quote_ident(c) for c in frame.columns)
-            self.con.execute(f"INSERT INTO __stage_{table} ({columns}) SELECT {columns} FROM __chunk")
+            self.con.execute(
+                f"INSERT INTO __stage_{table} ({columns}) SELECT {columns} FROM __chunk"
+            )
         finally:
             self.con.unregister("__chunk")
 
@@ -710,7 +754,11 @@ class Stage:
                 self.con.register(source, self._frame(table))
                 self.views.append(source)
             if table in _UNIQUE_PER_CHUNK:
-                items.append(TableInput(table, self.con.sql(f"SELECT * FROM {source}"), origin, position="row"))
+                items.append(
+                    TableInput(
+                        table, self.con.sql(f"SELECT * FROM {source}"), origin, position="row"
+                    )
+                )
                 continue
             keys = ", ".join(quote_ident(k) for k in NATURAL_KEYS[table])
             # The same event or condition seen by two queries lands once.
@@ -809,7 +857,11 @@ def _queries(s: PrometheusSettings) -> list[_Query]:
         if "promql" in spec:
             out.append(_Query(f"node:{name}", spec["promql"], "node", name, "value", promql=True))
         else:
-            out.append(_Query(f"node:{name}", spec["selector"], "node", name, spec.get("sample_sql", "value")))
+            out.append(
+                _Query(
+                    f"node:{name}", spec["selector"], "node", name, spec.get("sample_sql", "value")
+                )
+            )
     return out
 
 
@@ -819,12 +871,18 @@ def _downsample_fn(q: _Query, s: PrometheusSettings) -> str:
         return s.downsample_functions[metric]
     if q.kind in ("condition", "unschedulable", "xid_last"):
         return "last"
-    if q.kind == "xid_count" or any(h in q.selector for h in _COUNTER_HINTS) or q.name.endswith("_total"):
+    if (
+        q.kind == "xid_count"
+        or any(h in q.selector for h in _COUNTER_HINTS)
+        or q.name.endswith("_total")
+    ):
         return "max"
     return "avg"
 
 
-def read_incomplete(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, list[tuple[datetime, datetime]]]:
+def read_incomplete(
+    con: duckdb.DuckDBPyConnection, source: str
+) -> dict[str, list[tuple[datetime, datetime]]]:
     """Windows of `source` loaded from partial answers, per query key, oldest first."""
     rows = con.execute(
         "SELECT query_key, start_ts, end_ts FROM ingest_incomplete WHERE source = $source "
@@ -921,7 +979,9 @@ class _Ingest:
             self.notes.setdefault(note)
         return answer
 
-    def fetch(self, q: _Query, start_ms: int, end_ms: int, qr: QueryReport) -> tuple[int, list[tuple[int, int, str]]]:
+    def fetch(
+        self, q: _Query, start_ms: int, end_ms: int, qr: QueryReport
+    ) -> tuple[int, list[tuple[int, int, str]]]:
         """Fetch and stage `[start_ms, end_ms)` of `q` chunk by chunk.
 
         Returns (how far the answers were complete or loaded, the chunks that stayed partial).
@@ -972,7 +1032,9 @@ class _Ingest:
                 seeded[key] = float(series["value"][1])
         return seeded, (answer.partial[0] if answer.partial else None)
 
-    def gpu_identity(self, labels: dict[str, str], count: bool = True) -> tuple[str, int, str | None] | None:
+    def gpu_identity(
+        self, labels: dict[str, str], count: bool = True
+    ) -> tuple[str, int, str | None] | None:
         """(node, physical GPU index, UUID) of a dcgm-exporter series, MIG instance series
         included (an instance belongs to its GPU); None (counted) for unnamed series."""
         node = node_of(labels, self.s.node_labels)
@@ -990,7 +1052,9 @@ class _Ingest:
 
     def record_partial(self, q: _Query, partial: list[tuple[int, int, str]]) -> None:
         for a, b, said in partial:
-            self.report.partial.append(PartialChunk(q.key, _dt(a), _dt(b), said, self.allow_partial))
+            self.report.partial.append(
+                PartialChunk(q.key, _dt(a), _dt(b), said, self.allow_partial)
+            )
 
     def land(self, q: _Query, chunk: Chunk, previous: dict) -> None:
         if not chunk.labels:
@@ -1014,8 +1078,14 @@ class _Ingest:
         Whole-device series land in gpu_samples, MIG instance series (label `GPU_I_ID`) in
         gpu_instance_samples, so device health never reads a per-instance value."""
         idents = [self.gpu_identity(labels) for labels in chunk.labels]
-        instances = [mig_instance(labels) if ident else None for ident, labels in zip(idents, chunk.labels, strict=True)]
-        device = np.array([i is not None and m is None for i, m in zip(idents, instances, strict=True)], dtype=bool)
+        instances = [
+            mig_instance(labels) if ident else None
+            for ident, labels in zip(idents, chunk.labels, strict=True)
+        ]
+        device = np.array(
+            [i is not None and m is None for i, m in zip(idents, instances, strict=True)],
+            dtype=bool,
+        )
         mig = np.array([m is not None for m in instances], dtype=bool)
         ids = chunk.series_ids()
         per_series = pl.DataFrame(
@@ -1029,24 +1099,50 @@ class _Ingest:
                 "job_id": [m[2] if m else None for m in instances],
                 "metric": [labels.get("__name__") or queried for labels in chunk.labels],
             },
-            schema={"cluster": pl.String, "node": pl.String, "gpu": pl.Int16, "uuid": pl.String,
-                    "gpu_i_id": pl.Int16, "gpu_i_profile": pl.String, "job_id": pl.String, "metric": pl.String},
+            schema={
+                "cluster": pl.String,
+                "node": pl.String,
+                "gpu": pl.Int16,
+                "uuid": pl.String,
+                "gpu_i_id": pl.Int16,
+                "gpu_i_profile": pl.String,
+                "job_id": pl.String,
+                "metric": pl.String,
+            },
         )
         # `cluster`: the series' label (an external label that Thanos and Mimir keep); NULL is resolved
         # from --cluster or the node's cluster when loaded.
         for table, wanted, columns, key in (
-            ("gpu_samples", device, ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
-             ["ts", "cluster", "node", "gpu", "metric"]),
-            ("gpu_instance_samples", mig,
-             ["cluster", "ts", "node", "gpu", "uuid", "gpu_i_id", "gpu_i_profile", "job_id", "metric", "value"],
-             ["ts", "cluster", "node", "gpu", "gpu_i_id", "metric"]),
+            (
+                "gpu_samples",
+                device,
+                ["cluster", "ts", "node", "gpu", "uuid", "metric", "value"],
+                ["ts", "cluster", "node", "gpu", "metric"],
+            ),
+            (
+                "gpu_instance_samples",
+                mig,
+                [
+                    "cluster",
+                    "ts",
+                    "node",
+                    "gpu",
+                    "uuid",
+                    "gpu_i_id",
+                    "gpu_i_profile",
+                    "job_id",
+                    "metric",
+                    "value",
+                ],
+                ["ts", "cluster", "node", "gpu", "gpu_i_id", "metric"],
+            ),
         ):
             keep = wanted[ids]
             if not keep.any():
                 continue
-            frame = pl.DataFrame(
-                {"ts": chunk.ts[keep], "value": chunk.values[keep]}
-            ).with_columns(pl.col("ts").cast(pl.Datetime("ms", "UTC")))
+            frame = pl.DataFrame({"ts": chunk.ts[keep], "value": chunk.values[keep]}).with_columns(
+                pl.col("ts").cast(pl.Datetime("ms", "UTC"))
+            )
             gathered = per_series[ids[keep]]  # one row per sample, in sample order
             frame = pl.concat([frame, gathered], how="horizontal").select(columns)
             series_keys = per_series.filter(pl.Series(wanted)).select(key[1:])
@@ -1057,7 +1153,10 @@ class _Ingest:
             self.stage.add(table, frame)
 
     def land_xid(self, q: _Query, series: list, previous: dict) -> None:
-        cols: dict[str, list] = {k: [] for k in ("cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source")}
+        cols: dict[str, list] = {
+            k: []
+            for k in ("cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source")
+        }
         for labels, ts, vs in series:
             key = self.xid_key(labels)
             if key is None:
@@ -1086,7 +1185,14 @@ class _Ingest:
         self.stage.add("gpu_events", _frame(cols))
 
     def land_conditions(self, series: list) -> None:
-        cols: dict[str, list] = {"cluster": [], "ts": [], "node": [], "condition": [], "status": [], "value": []}
+        cols: dict[str, list] = {
+            "cluster": [],
+            "ts": [],
+            "node": [],
+            "condition": [],
+            "status": [],
+            "value": [],
+        }
         for labels, ts, vs in series:
             node = labels.get("node") or node_of(labels, self.s.node_labels)
             if not node or not labels.get("condition"):
@@ -1108,7 +1214,9 @@ class _Ingest:
             .agg(pl.col("status").filter(pl.col("value") == 1).first().alias("hot"))
             .with_columns(
                 pl.col("hot")
-                .replace_strict({"true": "True", "false": "False", "unknown": "Unknown"}, default="Unknown")
+                .replace_strict(
+                    {"true": "True", "false": "False", "unknown": "Unknown"}, default="Unknown"
+                )
                 .fill_null("Unknown")
                 .alias("status"),
                 pl.lit(None, pl.String).alias("reason"),
@@ -1169,7 +1277,9 @@ class _Ingest:
             raise _PartialInventory(answer.partial[0])
         return answer.result
 
-    def inventory(self, end_ms: int, window_ms: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    def inventory(
+        self, end_ms: int, window_ms: int
+    ) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
         """(nodes, gpu_devices) as of `end_ms`, from kube-state-metrics and dcgm-exporter labels.
 
         A partial answer is never used (a node or GPU missing from it would change the counts):
@@ -1178,10 +1288,14 @@ class _Ingest:
         try:
             return self._inventory(end_ms, window_ms)
         except _PartialInventory as e:
-            self.report.partial.append(PartialChunk("inventory", _dt(end_ms - window_ms), _dt(end_ms), e.warning, False))
+            self.report.partial.append(
+                PartialChunk("inventory", _dt(end_ms - window_ms), _dt(end_ms), e.warning, False)
+            )
             return None, None
 
-    def _inventory(self, end_ms: int, window_ms: int) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    def _inventory(
+        self, end_ms: int, window_ms: int
+    ) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
         s = self.s
         lookback = f"{max(1, min(window_ms, s.inventory_lookback_s * 1000))}ms"
         at = end_ms - 1
@@ -1193,7 +1307,8 @@ class _Ingest:
                     kube[labels["node"]].update({k: v for k, v in labels.items() if v})
         capacity = {}
         for series in self.inventory_answer(
-            f'last_over_time(kube_node_status_capacity{{resource="nvidia_com_gpu"}}[{lookback}])', at
+            f'last_over_time(kube_node_status_capacity{{resource="nvidia_com_gpu"}}[{lookback}])',
+            at,
         ):
             value = float(series["value"][1])
             if series["metric"].get("node") and math.isfinite(value):
@@ -1203,8 +1318,20 @@ class _Ingest:
         if s.gpu_metrics:
             names = "|".join(re.escape(name) for name in s.gpu_metrics)
             probe = f'{{__name__=~"{names}"{"," + s.matchers if s.matchers else ""}}}'
-            by = ", ".join(dict.fromkeys([*s.node_labels, "gpu", "UUID", "uuid", "pci_bus_id", "modelName", "GPU_I_ID",
-                                          s.cluster_label]))
+            by = ", ".join(
+                dict.fromkeys(
+                    [
+                        *s.node_labels,
+                        "gpu",
+                        "UUID",
+                        "uuid",
+                        "pci_bus_id",
+                        "modelName",
+                        "GPU_I_ID",
+                        s.cluster_label,
+                    ]
+                )
+            )
             query = f"group by ({by}) (last_over_time({probe}[{lookback}]))"
             for series in self.inventory_answer(query, at):
                 labels = series["metric"]
@@ -1214,7 +1341,11 @@ class _Ingest:
                 node, gpu, uuid = ident
                 if labels.get(s.cluster_label):
                     series_cluster.setdefault(node, labels[s.cluster_label])
-                gpus[node][gpu] = (uuid, normalise_pci_bus_id(labels.get("pci_bus_id", "")), labels.get("modelName"))
+                gpus[node][gpu] = (
+                    uuid,
+                    normalise_pci_bus_id(labels.get("pci_bus_id", "")),
+                    labels.get("modelName"),
+                )
         nodes_rows = []
         for node in sorted(set(kube) | set(gpus)):
             labels = kube.get(node, {})
@@ -1240,8 +1371,12 @@ class _Ingest:
                     "node": node,
                     # No label: NULL, so the loader takes the cluster the node's other series name
                     # (or its stored one); `prometheus.cluster` set to a name is the last resort.
-                    "cluster": (labels.get(s.cluster_label) or series_cluster.get(node) or self.given_cluster
-                                or (s.cluster if s.cluster != "default" else None)),
+                    "cluster": (
+                        labels.get(s.cluster_label)
+                        or series_cluster.get(node)
+                        or self.given_cluster
+                        or (s.cluster if s.cluster != "default" else None)
+                    ),
                     "instance_type": instance_type,
                     "gpu_model": model,
                     "gpu_count": count,
@@ -1250,8 +1385,14 @@ class _Ingest:
             )
         nodes = pl.DataFrame(
             nodes_rows,
-            schema={"node": pl.String, "cluster": pl.String, "instance_type": pl.String,
-                    "gpu_model": pl.String, "gpu_count": pl.Int64, "nic_expected": pl.Int64},
+            schema={
+                "node": pl.String,
+                "cluster": pl.String,
+                "instance_type": pl.String,
+                "gpu_model": pl.String,
+                "gpu_count": pl.Int64,
+                "nic_expected": pl.Int64,
+            },
         )
         devices = pl.DataFrame(
             [
@@ -1261,7 +1402,9 @@ class _Ingest:
             ],
             schema={"node": pl.String, "gpu": pl.Int64, "uuid": pl.String, "pci_bus_id": pl.String},
         )
-        return (nodes if not nodes.is_empty() else None), (devices if not devices.is_empty() else None)
+        return (nodes if not nodes.is_empty() else None), (
+            devices if not devices.is_empty() else None
+        )
 
 
 class _PartialInventory(Exception):
@@ -1340,13 +1483,19 @@ def ingest_prometheus(
             )
     began = time.perf_counter()
     client = PrometheusClient(url, settings, insecure=insecure, env=env)
-    source = f"prometheus:{client.shown_url}" + (f":downsample={downsample_s}s" if downsample_s else "")
+    source = f"prometheus:{client.shown_url}" + (
+        f":downsample={downsample_s}s" if downsample_s else ""
+    )
     ensure_schema(con)
     marks = {} if full else read_watermarks(con, source)
     incomplete = read_incomplete(con, source)
-    run = _Ingest(con, client, settings, downsample_s, progress, after_chunk, allow_partial, cluster)
+    run = _Ingest(
+        con, client, settings, downsample_s, progress, after_chunk, allow_partial, cluster
+    )
     if insecure and urlsplit(url).scheme == "https":
-        run.report.warnings.append(f"The TLS certificate of {client.shown_url} was not verified (--insecure).")
+        run.report.warnings.append(
+            f"The TLS certificate of {client.shown_url} was not verified (--insecure)."
+        )
     start_ms, end_ms = _ms(start), _ms(end)
     new_marks: dict[str, datetime] = {}
     empty_gpu_metrics: list[str] = []
@@ -1417,7 +1566,13 @@ def ingest_prometheus(
             )
         items = run.stage.inputs(f"prometheus {client.shown_url}")
         if nodes is not None:
-            items.append(TableInput("nodes", nodes.with_row_index(ROW_COLUMN, offset=1), f"prometheus {client.shown_url}"))
+            items.append(
+                TableInput(
+                    "nodes",
+                    nodes.with_row_index(ROW_COLUMN, offset=1),
+                    f"prometheus {client.shown_url}",
+                )
+            )
 
         def bookkeeping(c: duckdb.DuckDBPyConnection) -> None:
             for key, a in refilled:
@@ -1439,8 +1594,12 @@ def ingest_prometheus(
                 c.execute(
                     "INSERT INTO ingest_partial_log SELECT coalesce(max(batch_id), 0) + 1, $source, $partial, "
                     "$loaded, $said FROM load_log",
-                    {"source": source, "partial": len(report.partial), "loaded": len(report.partial_loaded),
-                     "said": report.partial[0].warning},
+                    {
+                        "source": source,
+                        "partial": len(report.partial),
+                        "loaded": len(report.partial_loaded),
+                        "said": report.partial[0].warning,
+                    },
                 )
             for key, mark in new_marks.items():
                 c.execute(
@@ -1465,7 +1624,9 @@ def ingest_prometheus(
                 finally:
                     c.unregister("__devices")
 
-        report.loads = load_batch(con, items, source=source, in_transaction=bookkeeping, cluster=cluster)
+        report.loads = load_batch(
+            con, items, source=source, in_transaction=bookkeeping, cluster=cluster
+        )
         report.requests_made = client.requests_made
         report.history = client.history
         report.seconds = time.perf_counter() - began
@@ -1483,17 +1644,23 @@ def partial_summary(report: IngestReport) -> tuple[str, str]:
     refused, loaded = report.partial_refused, report.partial_loaded
     parts = []
     if loaded:
-        parts.append(f"{len(loaded):,} {_were(len(loaded))} loaded as incomplete (--allow-partial) and will be "
-                     "fetched again")
+        parts.append(
+            f"{len(loaded):,} {_were(len(loaded))} loaded as incomplete (--allow-partial) and will be "
+            "fetched again"
+        )
     if refused:
-        parts.append(f"{len(refused):,} {_were(len(refused))} not loaded and will be fetched again by the next run")
+        parts.append(
+            f"{len(refused):,} {_were(len(refused))} not loaded and will be fetched again by the next run"
+        )
     title = (
         f"The store answered {count(len(report.partial), 'chunk')} only in part after the retries ({shown}): "
-        f"it said \"{said}\". {'; '.join(parts)}."
+        f'it said "{said}". {"; ".join(parts)}.'
     )
     if refused:
-        hint = ("Everything else was loaded. Run again when the store is healthy (the next run fetches those "
-                "windows), or pass --allow-partial to load what it answers and fill it later.")
+        hint = (
+            "Everything else was loaded. Run again when the store is healthy (the next run fetches those "
+            "windows), or pass --allow-partial to load what it answers and fill it later."
+        )
     else:
         hint = "The dashboard's data status and the report list the incomplete windows until a run fills them."
     return title, hint
@@ -1534,9 +1701,16 @@ class PrometheusSource(Source):
     """The ingest's `--cluster` (see `Source.cluster`)."""
 
     name: ClassVar[str] = "prometheus"
-    reads: ClassVar[str] = "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
+    reads: ClassVar[str] = (
+        "a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir, VictoriaMetrics)"
+    )
     tables: ClassVar[tuple[str, ...]] = (
-        "gpu_samples", "gpu_instance_samples", "gpu_events", "node_conditions", "node_samples", "nodes"
+        "gpu_samples",
+        "gpu_instance_samples",
+        "gpu_events",
+        "node_conditions",
+        "node_samples",
+        "nodes",
     )
     settings_section: ClassVar[str | None] = "prometheus"
 
@@ -1555,8 +1729,19 @@ class PrometheusSource(Source):
 
     def ingest(self, con: duckdb.DuckDBPyConnection) -> SourceReport:
         report = ingest_prometheus(
-            con, self.url, self.start, self.end, self.settings, insecure=self.insecure,
-            downsample_s=self.downsample_s, full=self.full, allow_partial=self.allow_partial, env=self.env,
-            progress=self.progress, cluster=self.cluster,
+            con,
+            self.url,
+            self.start,
+            self.end,
+            self.settings,
+            insecure=self.insecure,
+            downsample_s=self.downsample_s,
+            full=self.full,
+            allow_partial=self.allow_partial,
+            env=self.env,
+            progress=self.progress,
+            cluster=self.cluster,
         )
-        return SourceReport(self.source_id, report.loads, warnings=list(report.warnings), detail=report)
+        return SourceReport(
+            self.source_id, report.loads, warnings=list(report.warnings), detail=report
+        )

@@ -44,15 +44,21 @@ def _read_jsonl(path: Path) -> pl.DataFrame:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise InputError(f"is not JSON: {e.msg}", file=str(path), line=number,
-                                 hint="Write one JSON object per line (docs/sources.md).") from None
+                raise InputError(
+                    f"is not JSON: {e.msg}",
+                    file=str(path),
+                    line=number,
+                    hint="Write one JSON object per line (docs/sources.md).",
+                ) from None
             if not isinstance(record, dict):
                 raise InputError("is not a JSON object", file=str(path), line=number)
             lines.append(number)
             for c in COLUMNS:
                 value = record.get(c)
                 cols[c].append(None if value is None else str(value))
-    return pl.DataFrame({**cols, "__line": lines}, schema={**dict.fromkeys(COLUMNS, pl.String), "__line": pl.Int64})
+    return pl.DataFrame(
+        {**cols, "__line": lines}, schema={**dict.fromkeys(COLUMNS, pl.String), "__line": pl.Int64}
+    )
 
 
 def read_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> TableInput:
@@ -74,16 +80,22 @@ def read_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> TableIn
         source = "__rank_raw"
         con.register("__rank_raw", raw)
     else:
-        raise InputError("is not a .jsonl or .csv file", file=str(path), hint="Name the file *.jsonl or *.csv.")
+        raise InputError(
+            "is not a .jsonl or .csv file", file=str(path), hint="Name the file *.jsonl or *.csv."
+        )
     missing = [c for c in REQUIRED if c not in present]
     if missing:
-        raise InputError(f"has no `{missing[0]}` column", file=str(path), hint=f"Columns: {', '.join(COLUMNS)}.")
+        raise InputError(
+            f"has no `{missing[0]}` column", file=str(path), hint=f"Columns: {', '.join(COLUMNS)}."
+        )
     select = []
     for c in COLUMNS:
         if c == "end_ts":
             select.append(f"{_END_TS} AS end_ts")
         elif c == "attempt":
-            select.append("coalesce(attempt, '0') AS attempt" if "attempt" in present else "'0' AS attempt")
+            select.append(
+                "coalesce(attempt, '0') AS attempt" if "attempt" in present else "'0' AS attempt"
+            )
         else:
             select.append(c if c in present else f"NULL AS {c}")
     relation = con.sql(f"SELECT {', '.join(select)}, __line AS {ROW_COLUMN} FROM {source}")

@@ -208,13 +208,16 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
         )
     lines = text.splitlines()
     if not lines or not lines[0].strip():
-        raise InputError("is empty; expected sacct --parsable2 output with its header line", file=origin)
+        raise InputError(
+            "is empty; expected sacct --parsable2 output with its header line", file=origin
+        )
     header = lines[0].removesuffix(delimiter).split(delimiter)
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(
             f"the header has no `{missing[0]}` column",
-            file=origin, line=1,
+            file=origin,
+            line=1,
             hint="Run sacct with --parsable2 and the --format given in docs/sources.md.",
         )
     jobs: dict[str, _Job] = {}
@@ -228,7 +231,8 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
         if len(values) != len(header):
             raise InputError(
                 f"has {len(values)} fields, the header has {len(header)}",
-                file=origin, line=number,
+                file=origin,
+                line=number,
                 hint=f"A `{delimiter}` inside a job name breaks the format: rerun sacct with --delimiter set to "
                 "a character names never hold (e.g. `--delimiter=$'\\x1f'`), and pass the same "
                 "--delimiter to `gpufleet ingest sacct`.",
@@ -239,7 +243,9 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
             try:
                 return convert(row.get(column, ""))
             except ValueError as e:
-                raise InputError(str(e), file=origin, line=number, column=column, value=row.get(column)) from None
+                raise InputError(
+                    str(e), file=origin, line=number, column=column, value=row.get(column)
+                ) from None
 
         job_id = row["JobID"].strip()
         # `sacct -M all` lists every cluster's jobs, whose ids repeat: the job is (Cluster, JobID).
@@ -290,7 +296,10 @@ def _frames(jobs: dict[tuple[str | None, str], _Job], origin: str) -> SacctResul
     warnings = []
     under_reported = 0
     for job in jobs.values():
-        attempts = sorted(job.attempts, key=lambda a: (a.start is None, a.start or datetime.max.replace(tzinfo=UTC), a.line))
+        attempts = sorted(
+            job.attempts,
+            key=lambda a: (a.start is None, a.start or datetime.max.replace(tzinfo=UTC), a.line),
+        )
         for a in attempts:
             if a.steps_oom and a.state in ("failed", "cancelled"):
                 a.state = "oom"
@@ -339,20 +348,46 @@ def _frames(jobs: dict[tuple[str | None, str], _Job], origin: str) -> SacctResul
     ts = pl.Datetime("us", "UTC")
     jobs_frame = pl.DataFrame(
         job_rows,
-        schema={ROW_COLUMN: pl.Int64, "cluster": pl.String, "job_id": pl.String, "name": pl.String, "user": pl.String,
-                "team": pl.String, "queue": pl.String, "submit_ts": ts, "start_ts": ts, "end_ts": ts,
-                "num_gpus": pl.Int64, "state": pl.String, "exit_code": pl.Int64, "reason": pl.String},
+        schema={
+            ROW_COLUMN: pl.Int64,
+            "cluster": pl.String,
+            "job_id": pl.String,
+            "name": pl.String,
+            "user": pl.String,
+            "team": pl.String,
+            "queue": pl.String,
+            "submit_ts": ts,
+            "start_ts": ts,
+            "end_ts": ts,
+            "num_gpus": pl.Int64,
+            "state": pl.String,
+            "exit_code": pl.Int64,
+            "reason": pl.String,
+        },
     )
     attempts_frame = pl.DataFrame(
         attempt_rows,
-        schema={ROW_COLUMN: pl.Int64, "cluster": pl.String, "job_id": pl.String, "attempt": pl.Int64, "start_ts": ts, "end_ts": ts,
-                "state": pl.String, "exit_code": pl.Int64, "reason": pl.String, "nodes": pl.List(pl.String)},
+        schema={
+            ROW_COLUMN: pl.Int64,
+            "cluster": pl.String,
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "start_ts": ts,
+            "end_ts": ts,
+            "state": pl.String,
+            "exit_code": pl.Int64,
+            "reason": pl.String,
+            "nodes": pl.List(pl.String),
+        },
     )
     return SacctResult(jobs_frame, attempts_frame, warnings=warnings)
 
 
 def ingest_sacct(
-    con: duckdb.DuckDBPyConnection, path: str | Path, delimiter: str = DELIMITER, cluster: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    delimiter: str = DELIMITER,
+    cluster: str | None = None,
 ) -> tuple[list[LoadResult], SacctResult]:
     """Load one sacct file as one batch."""
     path = Path(path)
