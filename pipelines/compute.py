@@ -38,7 +38,7 @@ class Step:
 # The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
 # (or a reader of DERIVED_TABLES) never needs it.
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    from pipelines.stragglers import build_rank_slowdown as run
+    from pipelines.rank_slowdown import build_rank_slowdown as run
 
     run(con, settings)
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from pipelines.config import Settings
-from pipelines.stragglers import holm, lower_median, mann_whitney_greater
+from pipelines.rank_slowdown import holm, lower_median, mann_whitney_greater
 from tests.goodput_fleet import at, attempt, compute_with_node_states, job, load, steps
 
 
@@ -218,15 +218,15 @@ def test_streaming_in_small_batches_gives_the_same_table(simulated, monkeypatch,
     # Batches that split jobs (and even single rows) must give exactly the one-batch answer.
     import polars as pl
 
-    from pipelines import stragglers
+    from pipelines import rank_slowdown
 
-    whole = stragglers.rank_slowdown_frame(
+    whole = rank_slowdown.rank_slowdown_frame(
         pl.from_arrow(
-            simulated.sql(stragglers.load_sql("derived/rank_step_times")).to_arrow_table()
+            simulated.sql(rank_slowdown.load_sql("derived/rank_step_times")).to_arrow_table()
         ),
         Settings(),
     ).sort(["job_id", "attempt", "rank"])
-    monkeypatch.setattr(stragglers, "STREAM_BATCH_ROWS", batch_rows)
-    streamed = stragglers.stream_rank_slowdown(simulated, Settings())
+    monkeypatch.setattr(rank_slowdown, "STREAM_BATCH_ROWS", batch_rows)
+    streamed = rank_slowdown.stream_rank_slowdown(simulated, Settings())
     assert streamed.height > 0 and streamed.height == whole.height
     assert streamed.equals(whole)
