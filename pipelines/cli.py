@@ -154,17 +154,21 @@ def _print_loads(results) -> None:
         out.print("Nothing new: the data version is unchanged.", highlight=False)
 
 
+BatchCluster = Annotated[
+    str | None,
+    typer.Option(
+        help="The cluster every record of this batch belongs to (default: the records' own "
+        "`cluster`, else their nodes' in `nodes`)."
+    ),
+]
+"""`--cluster` of every ingest command."""
+
+
 @ingest_app.command("files")
 def ingest_files_cmd(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="Folder of <table>.csv|.jsonl|.parquet files.")],
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import FilesSource
@@ -232,13 +236,7 @@ def ingest_prometheus_cmd(
             "as incomplete (re-fetched by later runs).",
         ),
     ] = False,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
@@ -299,13 +297,7 @@ def ingest_sacct_cmd(
     delimiter: Annotated[
         str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
     ] = "|",
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import SacctSource
@@ -328,13 +320,7 @@ def ingest_kube_jobs_cmd(
         Path | None,
         typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes."),
     ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import KubeJobsSource
@@ -359,13 +345,7 @@ def ingest_kernel_log_cmd(
     pci_map: Annotated[
         str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
     ] = None,
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import KernelLogSource, parse_pci_map
@@ -389,13 +369,7 @@ def ingest_rank_steps_cmd(
     file: Annotated[
         Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")
     ],
-    cluster: Annotated[
-        str | None,
-        typer.Option(
-            help="The cluster every record of this batch belongs to (default: the records' own "
-            "`cluster`, else their nodes' in `nodes`)."
-        ),
-    ] = None,
+    cluster: BatchCluster = None,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import RankStepsSource
