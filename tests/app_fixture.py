@@ -1085,18 +1085,25 @@ C9_GPU001_INTERVALS = [
 ]
 
 
-def _two_clusters(path: Path) -> Path:
-    build_app_db(path)
-    con = open_store(path)
+def copy_cluster(con, source: str, target: str) -> None:
+    """Copy every row of cluster `source`, in every table with `cluster`, as cluster `target`: the
+    same node names and job ids in two clusters."""
     tables = con.execute(
         "SELECT DISTINCT table_name FROM duckdb_columns() WHERE schema_name = 'main' "
         "AND column_name = 'cluster' ORDER BY 1"
     ).fetchall()
     for (table,) in tables:
         con.execute(
-            f"INSERT INTO {table} SELECT * REPLACE ('{SECOND_CLUSTER}' AS cluster) FROM {table} "
-            "WHERE cluster = 'c1'"
+            f"INSERT INTO {table} SELECT * REPLACE (CAST(? AS VARCHAR) AS cluster) FROM {table} "
+            "WHERE cluster = ?",
+            [target, source],
         )
+
+
+def _two_clusters(path: Path) -> Path:
+    build_app_db(path)
+    con = open_store(path)
+    copy_cluster(con, "c1", SECOND_CLUSTER)
     intervals = pl.DataFrame(
         C9_GPU001_INTERVALS, schema=["node", "start_ts", "end_ts", "state", "reason"], orient="row"
     )

@@ -254,3 +254,4 @@ def test_the_anomaly_page_from_a_findings_link_lists_one_clusters_node(use_db: P
     no_errors(at)
     table = at.dataframe[0].value
     assert set(table["node"]) == {f"{SECOND_CLUSTER}/gpu-001"}
+    assert "Findings on node c9/gpu-001 only (from the link)." in [c.value for c in at.caption]

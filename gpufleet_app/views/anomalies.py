@@ -64,7 +64,10 @@ if node is not None and node not in set(data.query("node_names")["node"].to_list
     node = None
 ui.set_url(node=node)
 if node is not None:
-    st.caption(f"Findings on node {fmt.text(node)} only (from the link).")
+    # with a cluster in the link, that cluster's node; without, every cluster's node of that name
+    in_cluster = None if filters.cluster == ui.ALL_CLUSTERS else filters.cluster
+    shown = ui.shared_names().node(node, in_cluster)
+    st.caption(f"Findings on node {fmt.text(shown)} only (from the link).")
 
 rows = data.query(
     "anomaly_list",

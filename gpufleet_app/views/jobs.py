@@ -176,7 +176,13 @@ def job_detail(job_id: str, cluster: str) -> None:
             + f" = wall {fmt.duration_s(job['wall_s'])}"
         )
 
-    ranks = data.query("job_ranks", job=job_id, cluster=cluster)
+    # the job's hosts are its cluster's nodes: a name another cluster has reads cluster/name
+    shared = ui.shared_names()
+    ranks = shared.qualify(
+        data.query("job_ranks", job=job_id, cluster=cluster).with_columns(cluster=pl.lit(cluster)),
+        "node",
+        "node",
+    )
     with_steps = (
         attempts.filter(pl.col("steps") > 0)["attempt"].to_list() if attempts.height else []
     )
@@ -198,7 +204,13 @@ def job_detail(job_id: str, cluster: str) -> None:
         attempt=attempt,
         max_columns=HEATMAP_MAX_COLUMNS,
     )
-    episodes = data.query("job_episodes", job=job_id, cluster=cluster, attempt=attempt)
+    episodes = shared.qualify(
+        data.query("job_episodes", job=job_id, cluster=cluster, attempt=attempt).with_columns(
+            cluster=pl.lit(cluster)
+        ),
+        "node",
+        "node",
+    )
     st.plotly_chart(charts.rank_heatmap(cells, episodes), key="rank_heatmap")
     if not episodes.is_empty():
         st.markdown(
