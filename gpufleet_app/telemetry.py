@@ -158,7 +158,9 @@ def gpu_identities(params: dict[str, Any]) -> None:
     if not ui.has_table("gpu_inventory"):
         st.caption("The GPU inventory is not computed yet: run `gpufleet compute`.")
         return
-    gpus = data.query("node_gpus", node=params["node"], week_end=params["week_end"])
+    gpus = data.query(
+        "node_gpus", node=params["node"], cluster=params["cluster"], week_end=params["week_end"]
+    )
     if gpus.is_empty():
         st.info("No DCGM sample from this node names its GPUs' UUIDs.")
         return
@@ -187,6 +189,7 @@ def gpu_identities(params: dict[str, Any]) -> None:
 def _node_params(params: dict[str, Any]) -> dict[str, Any]:
     return {
         "node": params["node"],
+        "cluster": params["cluster"],
         "week_start": params["week_start"],
         "week_end": params["week_end"],
     }

@@ -12,6 +12,7 @@ from gpufleet_app import data, fmt
 from pipelines.compute import derived
 from pipelines.config import Settings, load_settings
 from pipelines.errors import GpufleetError
+from pipelines.fleet_names import QUALIFIER, SharedNames
 from pipelines.weeks import IsoWeek
 
 ALL_CLUSTERS = "*"
@@ -176,8 +177,86 @@ def week_and_cluster(*, with_cluster: bool = True) -> Filters:
             index=options.index(asked or ALL_CLUSTERS),
             format_func=lambda c: "All clusters" if c == ALL_CLUSTERS else c,
         )
-    set_url(week=week, cluster=None if cluster == ALL_CLUSTERS else cluster)
+    if with_cluster:
+        set_url(week=week, cluster=None if cluster == ALL_CLUSTERS else cluster)
+    else:  # a node page: `cluster` names the node's cluster, not a filter
+        set_url(week=week)
     return Filters(IsoWeek.parse(week), cluster)
+
+
+def shared_names() -> SharedNames:
+    """The node names and job ids more than one cluster holds: shown as `cluster/name`."""
+    return SharedNames.from_frame(data.query("shared_names"))
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a node or job named in a link is: its cluster, or why there is none."""
+
+    name: str
+    cluster: str | None
+    """The one cluster meant: named by `?cluster=`, or the only one holding the name."""
+    clusters: list[str]
+    """Every cluster holding the name."""
+    asked: str | None
+    """`?cluster=` of the link, if any."""
+
+
+def locate(kind: str, name: str) -> Located:
+    """The cluster of the node (`kind` `node`) or job (`job`) a link names: `?cluster=` when it
+    holds the name, else the only cluster holding it (an old link without `?cluster=`)."""
+    if kind == "node":
+        clusters = data.query("node_clusters", node=name)["cluster"].to_list()
+    else:
+        clusters = data.query("job_clusters", job=name)["cluster"].to_list()
+    asked = url_param("cluster")
+    if asked is not None:
+        cluster = asked if asked in clusters else None
+    else:
+        cluster = clusters[0] if len(clusters) == 1 else None
+    return Located(name, cluster, clusters, asked)
+
+
+def explain_unlocated(located: Located, kind: str, unknown: str) -> None:
+    """Say why a link's node or job has no page: `unknown` when no cluster holds the name; the
+    clusters that do (each a link) when it is ambiguous or not in the link's cluster."""
+    page, label = (NODES, "Node") if kind == "node" else (JOBS, "Job")
+    name = fmt.text(located.name)
+    if not located.clusters:
+        st.warning(unknown)
+        return
+    listed = ", ".join(fmt.text(c) for c in located.clusters)
+    if located.asked is not None:
+        st.warning(
+            f"{label} “{name}” is not in cluster {fmt.text(located.asked)}; clusters with a "
+            f"{kind} of that name: {listed}."
+        )
+    else:
+        st.warning(
+            f"{label} “{name}” is ambiguous: clusters {listed} each have a {kind} of that name. "
+            "Choose one:"
+        )
+    week = url_param("week") if kind == "node" else None
+    for cluster in located.clusters:
+        query = {kind: located.name, "cluster": cluster}
+        if week is not None:
+            query["week"] = week
+        st.page_link(
+            page,
+            label=fmt.text(f"{label} {cluster}{QUALIFIER}{located.name}"),
+            icon=":material/arrow_forward:",
+            query_params=query,
+        )
+
+
+def node_link(node: pl.Expr, cluster: pl.Expr, week: str) -> pl.Expr:
+    """The URL of a node's page for a link column: `/nodes?node=N&cluster=C&week=W`."""
+    return pl.format("/nodes?node={}&cluster={}&week={}", node, cluster, pl.lit(week))
+
+
+def job_link(job_id: pl.Expr, cluster: pl.Expr) -> pl.Expr:
+    """The URL of a job's page for a link column: `/jobs?job=J&cluster=C`."""
+    return pl.format("/jobs?job={}&cluster={}", job_id, cluster)
 
 
 def week_label(week: str) -> str:

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from typing_extensions import TypeIs
 from pipelines.compute import derived, require_tables
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
+from pipelines.fleet_names import SharedNames
 from pipelines.markdown import escape_markdown_cell
 from pipelines.sql import query_pl
 from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
@@ -85,6 +86,8 @@ class WeeklyReport:
     """team, queue, jobs, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs."""
     mig_packing: pl.DataFrame | None = None
     """workload, cluster, gpu_model, jobs, gpu_h, p95_activity, peak_memory_gib, profile, freed_gpu_h, gpus_freed."""
+    names: SharedNames = field(default_factory=SharedNames)
+    """Node names and job ids more than one cluster holds: the tables show them as cluster/name."""
 
 
 REPORT_TABLES = derived(
@@ -156,6 +159,7 @@ def build_report(
         node_cost=query_pl(con, "report/node_cost", params),
         utilisation=query_pl(con, "app/utilisation_teams", params).head(top),
         mig_packing=query_pl(con, "report/mig_packing", params),
+        names=SharedNames.from_frame(query_pl(con, "app/shared_names")),
     )
 
 
@@ -280,9 +284,10 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
         [r["failure_class"], r["cause"], str(r["attempts"]), str(r["jobs"]), _gpu_h(r["gpu_h"])]
         for r in report.not_failures.iter_rows(named=True)
     ]
+    names = report.names
     nodes = [
         [
-            r["node"],
+            names.node(r["node"], r["cluster"]),
             r["cluster"],
             r["gpu_model"] or "",
             _gpu_h(r["down_gpu_h"]),
@@ -297,7 +302,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
     ]
     findings = [
         [
-            r["node"] or "",
+            names.node(r["node"], r["cluster"]) if r["node"] else "",
             r["cluster"] or "",
             "" if r["gpu"] is None else str(r["gpu"]),
             r["kind"] + (f" {r['xid']}" if r["xid"] else ""),
@@ -312,7 +317,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
     ]
     remediation = [
         [
-            r["node"],
+            names.node(r["node"], r["cluster"]),
             r["cluster"] or "",
             r["step"],
             _ts(r["since"]),
@@ -377,7 +382,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
     ]
     costs = [
         [
-            r["node"],
+            names.node(r["node"], r["cluster"]),
             r["cluster"] or "",
             _gpu_h(r["lost_gpu_h"]),
             _gpu_h(r["failure_gpu_h"]),
@@ -752,7 +757,7 @@ def _figures(report: WeeklyReport) -> list[Any]:
             },
         )
         figures.append(fig)
-    nodes = report.top_nodes
+    nodes = report.names.qualify(report.top_nodes, "node", "node")
     if not nodes.is_empty():
         figures.append(
             go.Figure(

@@ -984,20 +984,30 @@ SIMULATED = {"nodes": 8, "days": 3, "seed": 1, "start": "2026-11-22T00:00:00"}
 
 
 def build_app_db(path: Path, fleet: str = "handmade") -> Path:
-    """Write the app-test fleet (`handmade` or `simulated`) to a new DuckDB file at `path`."""
+    """Write the app-test fleet (`handmade`, `simulated` or `two-clusters`) to a new DuckDB file
+    at `path`."""
     if fleet == "simulated":
         return _simulated(path)
+    if fleet == "two-clusters":
+        return _two_clusters(path)
     con = open_store(path)
     for statement in statements(load_sql("schema/derived")):
         con.execute(statement)
     steps = _rank_steps()
     landing = {**_landing(), "rank_steps": steps}
-    for table, frame in sorted(landing.items(), key=lambda item: item[0] != "nodes"):
+    # nodes first, then the attempts: the other rows take their cluster from those
+    order = {"nodes": 0, "job_attempts": 1}
+    for table, frame in sorted(landing.items(), key=lambda item: order.get(item[0], 2)):
         con.register("__frame", frame)
         columns = ", ".join(f'"{c}"' for c in frame.columns)
         # The handmade rows name no cluster: a node's from `nodes`, a job's from its first node.
         if "cluster" in frame.columns:
             cluster = ""
+        elif table == "jobs":
+            cluster = (
+                "(SELECT min(n.cluster) FROM job_attempts a JOIN nodes n ON n.node = a.nodes[1] "
+                "WHERE a.job_id = f.job_id AND a.attempt = 0)"
+            )
         elif "node" in frame.columns:
             cluster = "(SELECT min(cluster) FROM nodes n WHERE n.node = f.node)"
         elif "nodes" in frame.columns:
@@ -1033,9 +1043,94 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         "cluster_schedulers",
     ):
         execute(con, f"derived/{step}", Settings().sql_params())
+    name_clusters(con)
     con.execute(
         "INSERT INTO load_log VALUES (1, TIMESTAMPTZ '2026-11-30 00:05:00+00', 'fixture', "
         "['nodes'], 1, 1)"
+    )
+    con.close()
+    return path
+
+
+def name_clusters(con) -> None:
+    """Give each derived table without `cluster` its rows' cluster, as compute does after a
+    cluster's pass: a row's job's cluster, else its node's."""
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE schema_name = 'main' GROUP BY table_name "
+        "HAVING NOT list_contains(list(column_name), 'cluster') "
+        "AND (list_contains(list(column_name), 'node') OR list_contains(list(column_name), 'job_id'))"
+    ).fetchall()
+    for (table,) in tables:
+        columns = {r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()}
+        sources = []
+        if "job_id" in columns:  # a job's rows are all in its cluster, whichever node they name
+            sources.append(f"(SELECT min(j.cluster) FROM jobs j WHERE j.job_id = {table}.job_id)")
+        if "node" in columns:
+            sources.append(f"(SELECT min(n.cluster) FROM nodes n WHERE n.node = {table}.node)")
+        con.execute(f"ALTER TABLE {table} ADD COLUMN cluster VARCHAR")
+        con.execute(f"UPDATE {table} SET cluster = coalesce({', '.join(sources)})")
+
+
+SECOND_CLUSTER = "c9"
+"""`fleet="two-clusters"`: the hand-made fleet with cluster c1 copied as c9, so gpu-000, gpu-001 and
+c1's job ids are in both clusters (SPEC "Fleet-wide identity"). c9 differs where the tests look:
+its gpu-001 was unavailable for 12 h on 2026-11-25 (10:00-22:00) and down at no other time of W48;
+its j-101 is named `j-101-in-c9`; and only c9 holds utilisation rows (gpu-001's GPU 0 split in two
+MIG instances, j-101 at 25 % mean activity) and c1 holds j-101's at 75 %."""
+
+C9_GPU001_INTERVALS = [
+    ("gpu-001", W47, ts(25, 10), "available", None),
+    ("gpu-001", ts(25, 10), ts(25, 22), "unavailable", "Ready=False (KubeletNotReady)"),
+    ("gpu-001", ts(25, 22), END, "available", None),
+]
+
+
+def copy_cluster(con, source: str, target: str) -> None:
+    """Copy every row of cluster `source`, in every table with `cluster`, as cluster `target`: the
+    same node names and job ids in two clusters."""
+    tables = con.execute(
+        "SELECT DISTINCT table_name FROM duckdb_columns() WHERE schema_name = 'main' "
+        "AND column_name = 'cluster' ORDER BY 1"
+    ).fetchall()
+    for (table,) in tables:
+        con.execute(
+            f"INSERT INTO {table} SELECT * REPLACE (CAST(? AS VARCHAR) AS cluster) FROM {table} "
+            "WHERE cluster = ?",
+            [target, source],
+        )
+
+
+def _two_clusters(path: Path) -> Path:
+    build_app_db(path)
+    con = open_store(path)
+    copy_cluster(con, "c1", SECOND_CLUSTER)
+    intervals = pl.DataFrame(
+        C9_GPU001_INTERVALS, schema=["node", "start_ts", "end_ts", "state", "reason"], orient="row"
+    )
+    daily = _node_daily(intervals).with_columns(cluster=pl.lit(SECOND_CLUSTER))
+    for table, frame in (("node_state_intervals", intervals), ("node_availability_daily", daily)):
+        con.execute(f"DELETE FROM {table} WHERE cluster = ? AND node = 'gpu-001'", [SECOND_CLUSTER])
+        con.register("__frame", frame.with_columns(cluster=pl.lit(SECOND_CLUSTER)))
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM __frame")
+        con.unregister("__frame")
+    con.execute(
+        "UPDATE jobs SET name = 'j-101-in-c9' WHERE cluster = ? AND job_id = 'j-101'",
+        [SECOND_CLUSTER],
+    )
+    con.execute(
+        "INSERT INTO gpu_utilisation_daily BY NAME SELECT * FROM (VALUES "
+        "(?, 'gpu-001', 0::SMALLINT, 1::SMALLINT, '3g.40gb', DATE '2026-11-25', 24.0, 6.0), "
+        "(?, 'gpu-001', 0::SMALLINT, 2::SMALLINT, '3g.40gb', DATE '2026-11-25', 24.0, 18.0)) "
+        "AS t(cluster, node, gpu, gpu_i_id, gpu_i_profile, day, sampled_h, busy_h)",
+        [SECOND_CLUSTER, SECOND_CLUSTER],
+    )
+    con.execute(
+        "INSERT INTO job_utilisation BY NAME SELECT * FROM (VALUES "
+        "('c1', 'j-101', 16.0, 0.75, 0.9, 16, 16, false, 4.0, 10.0), "
+        "(?, 'j-101', 16.0, 0.25, 0.5, 8, 16, false, 12.0, 20.0)) "
+        "AS t(cluster, job_id, measured_gpu_h, mean_activity, p95_activity, gpus_used, gpus_mapped, "
+        "on_mig, idle_gpu_h, peak_memory_gib)",
+        [SECOND_CLUSTER],
     )
     con.close()
     return path

@@ -43,6 +43,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import ensure_schema, open_store
+from tests.app_fixture import name_clusters
 
 NODES = [("n1", "c1"), ("n2", "c1"), ("n3", "c2")]
 
@@ -459,6 +460,7 @@ def _computed_template() -> Path:
     build_report_fixture(con)
     for step in SUMMARY_STEPS:
         execute(con, f"derived/{step}", Settings().sql_params())
+    name_clusters(con)
     con.close()
     return path
 

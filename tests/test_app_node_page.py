@@ -46,6 +46,7 @@ def node_db(app_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     columns = [c[0] for c in con.execute("DESCRIBE node_state_intervals").fetchall()]
     for state, start_h, end_h in rows:
         values = {
+            "cluster": "c2",  # gpu-002's (tests/app_fixture.py NODES)
             "node": "gpu-002",
             "state": state,
             "start_ts": T0 + timedelta(hours=start_h),

@@ -73,8 +73,9 @@ def test_the_page_lists_every_node_with_a_step_most_severe_then_costliest(use_db
     ]
     assert [None if pd.isna(c) else c for c in table["command"]] == [r[4] for r in EXPECTED_W48]
     assert table["cost_gpu_h"].round(3).tolist() == [28.0, 0.158, 28.0]
-    assert table["node_link"].tolist()[1] == "/nodes?node=gpu-003&week=2026-W48"
-    assert table["findings_link"].tolist()[1] == "/anomalies?week=2026-W48&node=gpu-003"
+    # both links name gpu-003's cluster, c2
+    assert table["node_link"].tolist()[1] == "/nodes?node=gpu-003&cluster=c2&week=2026-W48"
+    assert table["findings_link"].tolist()[1] == "/anomalies?week=2026-W48&cluster=c2&node=gpu-003"
     # The first row is shown below the table: its why and (ended) no command; its history.
     why = [m.value for m in at.markdown if m.value.startswith("**Why:**")]
     assert why == [f"**Why:** {escape_markdown('xid 79 on gpu 3 (critical) -> reset_gpu')}"]

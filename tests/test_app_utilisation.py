@@ -34,7 +34,7 @@ def test_the_page_shows_teams_idle_jobs_packing_and_models(use_db: Path) -> None
     assert teams[["team", "queue"]].values.tolist()[0] == ["llm", "batch"]
     assert teams["idle_gpu_h"].round(3).tolist()[0] == 7.0
     # The job that held 8 GPUs and used one leads the idle jobs, linked to its page.
-    assert jobs["job_link"].tolist()[0] == "/jobs?job=j8"
+    assert jobs["job_link"].tolist()[0] == "/jobs?job=j8&cluster=c1"  # the page of c1's j8
     assert jobs[["gpus_mapped", "gpus_used"]].values.tolist()[0] == [8, 1]
     assert packing[["workload", "profile"]].values.tolist() == [["notebook", "1g.10gb"]]
     # H100s (n1 + n3) as whole GPUs, the A100's three MIG instances apart.

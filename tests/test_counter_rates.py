@@ -19,7 +19,7 @@ from pipelines.sql import execute, query_pl
 from pipelines.store import open_store
 
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
-WEEK = {"node": "n1", "week_start": MONDAY, "week_end": MONDAY + timedelta(days=7)}
+WEEK = {"node": "n1", "cluster": "c1", "week_start": MONDAY, "week_end": MONDAY + timedelta(days=7)}
 PCIE = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 FLIT = "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL"
 NIC = "nic_link_errors_total"
@@ -50,6 +50,11 @@ NIC_SAMPLES = [
 ]
 
 
+def one_cluster(con: duckdb.DuckDBPyConnection) -> None:
+    """The rollup's `cluster`, as compute gives a one-cluster database's derived tables."""
+    con.execute("ALTER TABLE gpu_samples_15m ADD COLUMN cluster VARCHAR DEFAULT 'c1'")
+
+
 def build(path: Path) -> duckdb.DuckDBPyConnection:
     con = open_store(path)
     rows = [(t, "n1", 0, "GPU-0", PCIE, v) for t, v in PCIE_SAMPLES]
@@ -63,6 +68,7 @@ def build(path: Path) -> duckdb.DuckDBPyConnection:
         [(t, NIC, v) for t, v in NIC_SAMPLES],
     )
     execute(con, "derived/gpu_samples_15m")
+    one_cluster(con)
     return con
 
 
@@ -198,6 +204,7 @@ def test_week_increase_is_prometheus_increase(tmp_path_factory, values: list[int
     ]
     con.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, ?, ?, ?, ?, ?)", samples)
     execute(con, "derived/gpu_samples_15m")
+    one_cluster(con)
     frame = query_pl(con, "app/node_counter_rates", {**WEEK, "bucket_s": 3600})
     con.close()
     assert frame["increase"].min() >= 0

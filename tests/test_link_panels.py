@@ -13,11 +13,11 @@ import pytest
 
 from pipelines.sql import execute, query_pl
 from pipelines.store import open_store
-from tests.app_fixture import NODES, build_app_db
+from tests.app_fixture import NODES, build_app_db, name_clusters
 from tests.app_helpers import no_errors, open_page, plotly_figures, values
 
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
-WEEK = {"node": "n1", "week_start": MONDAY, "week_end": MONDAY + timedelta(days=7)}
+WEEK = {"node": "n1", "cluster": "c1", "week_start": MONDAY, "week_end": MONDAY + timedelta(days=7)}
 NVLINK = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
 
 
@@ -60,6 +60,8 @@ def con(tmp_path: Path):
     )
     connection.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 4)")
     execute(connection, "derived/gpu_samples_15m")
+    # the rollup's `cluster`, as compute gives a one-cluster database's derived tables
+    connection.execute("ALTER TABLE gpu_samples_15m ADD COLUMN cluster VARCHAR DEFAULT 'c1'")
     yield connection
     connection.close()
 
@@ -132,6 +134,7 @@ def panel_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
         ],
     )
     execute(con, "derived/gpu_samples_15m")
+    name_clusters(con)  # the rebuilt rollup's rows take their node's cluster, as compute's
     con.close()
     monkeypatch.setenv("GPUFLEET_DB", str(db))
     return db

@@ -64,7 +64,10 @@ if node is not None and node not in set(data.query("node_names")["node"].to_list
     node = None
 ui.set_url(node=node)
 if node is not None:
-    st.caption(f"Findings on node {fmt.text(node)} only (from the link).")
+    # with a cluster in the link, that cluster's node; without, every cluster's node of that name
+    in_cluster = None if filters.cluster == ui.ALL_CLUSTERS else filters.cluster
+    shown = ui.shared_names().node(node, in_cluster)
+    st.caption(f"Findings on node {fmt.text(shown)} only (from the link).")
 
 rows = data.query(
     "anomaly_list",
@@ -80,10 +83,19 @@ if rows.is_empty():
     st.success(f"No anomalies match in {filters.week} ({filters.cluster_label}).")
 else:
     week = str(filters.week)
-    linked = rows.with_columns(
-        link=pl.when(pl.col("job_id").is_not_null())
-        .then(pl.lit("/jobs?job=") + pl.col("job_id"))
-        .otherwise(pl.lit("/nodes?node=") + pl.col("node") + pl.lit(f"&week={week}"))
+    shared = ui.shared_names()
+    linked = shared.qualify(
+        shared.qualify(
+            rows.with_columns(
+                link=pl.when(pl.col("job_id").is_not_null())
+                .then(ui.job_link(pl.col("job_id"), pl.col("cluster")))
+                .otherwise(ui.node_link(pl.col("node"), pl.col("cluster"), week))
+            ),
+            "node",
+            "node",
+        ),
+        "job_id",
+        "job",
     )
     st.caption(
         f"{rows.height} anomalies overlapping {ui.week_label(week)}, {filters.cluster_label}; "
@@ -116,5 +128,7 @@ else:
     if event.selection.rows:
         row = rows.row(event.selection.rows[0], named=True)
         if row["job_id"]:
-            st.switch_page(ui.JOBS, query_params={"job": row["job_id"]})
-        st.switch_page(ui.NODES, query_params={"node": row["node"], "week": week})
+            st.switch_page(ui.JOBS, query_params={"job": row["job_id"], "cluster": row["cluster"]})
+        st.switch_page(
+            ui.NODES, query_params={"node": row["node"], "cluster": row["cluster"], "week": week}
+        )

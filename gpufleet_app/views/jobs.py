@@ -1,4 +1,5 @@
-"""Jobs: the week's jobs, and one job's drill-down (`/jobs?job=j-123`)."""
+"""Jobs: the week's jobs, and one job's drill-down (`/jobs?job=j-123&cluster=east`; `cluster` may
+be left out where the job id is unique in the fleet)."""
 
 import polars as pl
 import streamlit as st
@@ -42,7 +43,9 @@ def job_table(filters: ui.Filters) -> None:
         f"{filters.cluster_label}; largest first. Click a row to open the job."
     )
     event = ui.table(
-        jobs.select(
+        ui.shared_names()
+        .qualify(jobs, "job_id", "job")
+        .select(
             "job_id",
             "name",
             "user",
@@ -71,16 +74,14 @@ def job_table(filters: ui.Filters) -> None:
         },
     )
     if event.selection.rows:
-        ui.set_url(job=jobs["job_id"][event.selection.rows[0]])
+        row = jobs.row(event.selection.rows[0], named=True)
+        ui.set_url(job=row["job_id"], cluster=row["cluster"])
         st.rerun()
 
 
-def job_detail(job_id: str) -> None:
-    info = data.query("job_info", job=job_id)
-    st.page_link(ui.JOBS, label="All jobs", icon=":material/arrow_back:")
-    if info.is_empty():
-        st.warning(f"Job “{fmt.text(job_id)}” is not in the database (table `jobs`).")
-        return
+def job_detail(job_id: str, cluster: str) -> None:
+    """The page of job `job_id` of `cluster` (a job is a (cluster, job id) pair)."""
+    info = data.query("job_info", job=job_id, cluster=cluster)
     job = info.row(0, named=True)
     verdict = fmt.text(job["final_state"] or job["state"])
     if job["failure_class"]:
@@ -88,7 +89,7 @@ def job_detail(job_id: str) -> None:
     if job["crash_loop"]:
         verdict += " · crash-looping on a bug: retrying will not help"
     st.caption(
-        f"{fmt.text(job['name'] or '')} · user {fmt.text(job['user'] or '?')} · "
+        f"{fmt.text(job['name'] or '')} · cluster {fmt.text(cluster)} · user {fmt.text(job['user'] or '?')} · "
         f"team {fmt.text(job['team'] or '?')} · "
         f"{job['num_gpus']} GPUs · submitted {fmt.timestamp(job['submit_ts'])} · "
         f"ended {fmt.timestamp(job['end_ts'])}"
@@ -129,7 +130,7 @@ def job_detail(job_id: str) -> None:
     )
 
     if ui.has_table("job_utilisation"):
-        usage = data.query("job_utilisation", job=job_id)
+        usage = data.query("job_utilisation", job=job_id, cluster=cluster)
         if usage.height and usage["measured_gpu_h"][0]:
             u = usage.row(0, named=True)
             st.markdown(
@@ -138,8 +139,8 @@ def job_detail(job_id: str) -> None:
                 f"{fmt.gpu_hours(u['idle_gpu_h'])} allocated but idle of {fmt.gpu_hours(u['measured_gpu_h'])} in "
                 f"telemetry · memory high-water {fmt.number(u['peak_memory_gib'])} GiB"
             )
-    segments = data.query("job_segments", job=job_id)
-    attempts = data.query("job_attempts", job=job_id)
+    segments = data.query("job_segments", job=job_id, cluster=cluster)
+    attempts = data.query("job_attempts", job=job_id, cluster=cluster)
     st.subheader("Attempts")
     if not segments.is_empty():
         st.plotly_chart(
@@ -175,7 +176,13 @@ def job_detail(job_id: str) -> None:
             + f" = wall {fmt.duration_s(job['wall_s'])}"
         )
 
-    ranks = data.query("job_ranks", job=job_id)
+    # the job's hosts are its cluster's nodes: a name another cluster has reads cluster/name
+    shared = ui.shared_names()
+    ranks = shared.qualify(
+        data.query("job_ranks", job=job_id, cluster=cluster).with_columns(cluster=pl.lit(cluster)),
+        "node",
+        "node",
+    )
     with_steps = (
         attempts.filter(pl.col("steps") > 0)["attempt"].to_list() if attempts.height else []
     )
@@ -190,8 +197,20 @@ def job_detail(job_id: str) -> None:
         wanted = with_steps[at] if ui.url_param("attempt") in labels else attempt
         attempt = st.selectbox("Attempt", with_steps, index=with_steps.index(wanted))
         ui.set_url(attempt=None if attempt == with_steps[-1] else str(attempt))
-    cells = data.query("job_heatmap", job=job_id, attempt=attempt, max_columns=HEATMAP_MAX_COLUMNS)
-    episodes = data.query("job_episodes", job=job_id, attempt=attempt)
+    cells = data.query(
+        "job_heatmap",
+        job=job_id,
+        cluster=cluster,
+        attempt=attempt,
+        max_columns=HEATMAP_MAX_COLUMNS,
+    )
+    episodes = shared.qualify(
+        data.query("job_episodes", job=job_id, cluster=cluster, attempt=attempt).with_columns(
+            cluster=pl.lit(cluster)
+        ),
+        "node",
+        "node",
+    )
     st.plotly_chart(charts.rank_heatmap(cells, episodes), key="rank_heatmap")
     if not episodes.is_empty():
         st.markdown(
@@ -318,12 +337,23 @@ def checkpoint_table(filters: ui.Filters) -> None:
 
 
 selected = ui.url_param("job")
-st.title(f"Job {fmt.text(selected)}" if selected else "Jobs")
 if selected:
+    located = ui.locate("job", selected)
+    st.title(f"Job {fmt.text(ui.shared_names().job(selected, located.cluster))}")
     ui.require_computed()
     ui.stale_notice()
-    job_detail(selected)
+    st.page_link(ui.JOBS, label="All jobs", icon=":material/arrow_back:")
+    if located.cluster is None:
+        ui.explain_unlocated(
+            located,
+            "job",
+            f"Job “{fmt.text(selected)}” is not in the database (table `jobs`).",
+        )
+    else:
+        ui.set_url(cluster=located.cluster)
+        job_detail(selected, located.cluster)
 else:
+    st.title("Jobs")
     filters = ui.week_and_cluster()
     ui.stale_notice()
     job_table(filters)

@@ -1,4 +1,6 @@
-"""Nodes: the week's node table, and one node's drill-down (`/nodes?node=gpu-017&week=2026-W48`)."""
+"""Nodes: the week's node table, and one node's drill-down
+(`/nodes?node=gpu-017&cluster=east&week=2026-W48`; `cluster` may be left out where the name is
+unique in the fleet)."""
 
 import polars as pl
 import streamlit as st
@@ -33,8 +35,9 @@ def node_table(filters: ui.Filters) -> None:
         "Costliest first (GPU-hours jobs lost because of the node), with the remediation ladder step; "
         "click a column header to sort, a row to open the node."
     )
+    shown = ui.shared_names().qualify(nodes, "node", "node")
     event = ui.table(
-        nodes.select(
+        shown.select(
             # the ladder step and cost next to the name: a narrow screen still shows them
             "node",
             pl.col("ladder_step").fill_null("—"),
@@ -59,16 +62,15 @@ def node_table(filters: ui.Filters) -> None:
         },
     )
     if event.selection.rows:
-        ui.set_url(node=nodes["node"][event.selection.rows[0]])
+        row = nodes.row(event.selection.rows[0], named=True)
+        ui.set_url(node=row["node"], cluster=row["cluster"])
         st.rerun()
 
 
-def node_detail(node: str, filters: ui.Filters) -> None:
-    params = {**filters.params(), "node": node}
-    info = data.query("node_info", node=node)
-    if info.is_empty():
-        st.warning(f"Node “{fmt.text(node)}” is not in the fleet inventory (table `nodes`).")
-        return
+def node_detail(node: str, cluster: str, filters: ui.Filters) -> None:
+    """The page of node `node` of `cluster` (a node is a (cluster, node) pair)."""
+    params = {**filters.params(), "node": node, "cluster": cluster}
+    info = data.query("node_info", node=node, cluster=cluster)
     inv = info.row(0, named=True)
     st.page_link(
         ui.NODES,
@@ -80,7 +82,7 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         f"{fmt.text(inv['cluster'])} · {fmt.text(inv['instance_type'] or 'unknown instance type')} · "
         f"{inv['gpu_count']} × {fmt.text(inv['gpu_model'] or 'GPU')} · {ui.week_label(str(filters.week))}"
     )
-    table = data.query("node_table", **{**filters.params(), "cluster": "*"})
+    table = data.query("node_table", **params)
     row = table.filter(pl.col("node") == node)
     summary = row.row(0, named=True) if row.height else {}
     # two rows of three cards: six in one row cut values such as "1,234.5 GPU-h"
@@ -219,7 +221,9 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         )
     if ui.has_table("node_remediation_history"):
         left.subheader("Remediation history")
-        ladder = data.query("node_remediation_history", node=node, week_end=params["week_end"])
+        ladder = data.query(
+            "node_remediation_history", node=node, cluster=cluster, week_end=params["week_end"]
+        )
         if ladder.is_empty():
             left.success("Nothing was ever recommended for this node.")
         else:
@@ -242,12 +246,13 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         st.success("No rank on this node was a straggler this week.")
     else:
         jobs_hit = episodes["job_id"].n_unique()
+        shared = ui.shared_names()
         st.caption(
             f"{episodes.height} episode(s) in {jobs_hit} job(s): spells in which a rank on this node "
             "ran slower than its job's other ranks. Spells that repeat across jobs point at the host."
         )
         ui.table(
-            episodes.select(
+            shared.qualify(episodes.with_columns(cluster=pl.lit(cluster)), "job_id", "job").select(
                 "job_id",
                 "attempt",
                 "rank",
@@ -279,7 +284,9 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         return
     st.caption("Click a row to open the job.")
     event = ui.table(
-        jobs.select(
+        ui.shared_names()
+        .qualify(jobs.with_columns(cluster=pl.lit(cluster)), "job_id", "job")
+        .select(
             "job_id",
             "name",
             "attempt",
@@ -298,14 +305,28 @@ def node_detail(node: str, filters: ui.Filters) -> None:
         column_config={"gpu_h": st.column_config.NumberColumn("GPU-h", format="%.1f")},
     )
     if event.selection.rows:
-        st.switch_page(ui.JOBS, query_params={"job": jobs["job_id"][event.selection.rows[0]]})
+        job_id = jobs["job_id"][event.selection.rows[0]]
+        st.switch_page(ui.JOBS, query_params={"job": job_id, "cluster": cluster})
 
 
 selected = ui.url_param("node")
-st.title(f"Node {fmt.text(selected)}" if selected else "Nodes")
-filters = ui.week_and_cluster(with_cluster=not selected)
-ui.stale_notice()
 if selected:
-    node_detail(selected, filters)
+    located = ui.locate("node", selected)
+    shown_name = ui.shared_names().node(selected, located.cluster)
+    st.title(f"Node {fmt.text(shown_name)}")
+    filters = ui.week_and_cluster(with_cluster=False)
+    ui.stale_notice()
+    if located.cluster is None:
+        ui.explain_unlocated(
+            located,
+            "node",
+            f"Node “{fmt.text(selected)}” is not in the fleet inventory (table `nodes`).",
+        )
+    else:
+        ui.set_url(cluster=located.cluster)
+        node_detail(selected, located.cluster, filters)
 else:
+    st.title("Nodes")
+    filters = ui.week_and_cluster()
+    ui.stale_notice()
     node_table(filters)

@@ -124,7 +124,9 @@ else:
         "unavailable + unknown. Click a row to open the node."
     )
     event = ui.table(
-        offenders.select(
+        ui.shared_names()
+        .qualify(offenders, "node", "node")
+        .select(
             "node",
             pl.col("ladder_step").fill_null("—"),
             "cost_gpu_h",
@@ -144,8 +146,15 @@ else:
         },
     )
     if event.selection.rows:
-        node = offenders["node"][event.selection.rows[0]]
-        st.switch_page(ui.NODES, query_params={"node": node, "week": str(filters.week)})
+        row = offenders.row(event.selection.rows[0], named=True)
+        st.switch_page(
+            ui.NODES,
+            query_params={
+                "node": row["node"],
+                "cluster": row["cluster"],
+                "week": str(filters.week),
+            },
+        )
 
 open_anomalies = data.query(
     "anomaly_list",
@@ -164,8 +173,9 @@ for column, severity in zip(right.columns(3), ("critical", "warn", "info")):
 if not open_anomalies.is_empty():
     right.caption(f"Open at the end of {filters.week}. Click a row to open its node or job.")
     shown = open_anomalies.head(10)
+    shared = ui.shared_names()
     event = ui.table(
-        shown.select(
+        shared.qualify(shared.qualify(shown, "node", "node"), "job_id", "job").select(
             "severity",
             "kind",
             pl.when(pl.col("job_id").is_not_null())
@@ -188,8 +198,15 @@ if not open_anomalies.is_empty():
     if event.selection.rows:
         row = shown.row(event.selection.rows[0], named=True)
         if row["job_id"]:
-            st.switch_page(ui.JOBS, query_params={"job": row["job_id"]})
-        st.switch_page(ui.NODES, query_params={"node": row["node"], "week": str(filters.week)})
+            st.switch_page(ui.JOBS, query_params={"job": row["job_id"], "cluster": row["cluster"]})
+        st.switch_page(
+            ui.NODES,
+            query_params={
+                "node": row["node"],
+                "cluster": row["cluster"],
+                "week": str(filters.week),
+            },
+        )
 right.page_link(
     ui.ANOMALIES,
     label="All anomalies",

@@ -45,10 +45,16 @@ st.caption(
     "costliest. Status as of the data horizon. gpufleet never acts on a cluster: the commands are for an "
     "operator (`gpufleet remediation --week ... --format json` writes this plan for automation)."
 )
-cluster_param = "" if filters.cluster == ui.ALL_CLUSTERS else f"&cluster={filters.cluster}"
-linked = plan.with_columns(
-    node_link=pl.lit("/nodes?node=") + pl.col("node") + pl.lit(f"&week={week}"),
-    findings_link=pl.lit(f"/anomalies?week={week}{cluster_param}&node=") + pl.col("node"),
+# Both links name the node's cluster: a node is a (cluster, node) pair.
+linked = ui.shared_names().qualify(
+    plan.with_columns(
+        node_link=ui.node_link(pl.col("node"), pl.col("cluster"), week),
+        findings_link=pl.format(
+            "/anomalies?week={}&cluster={}&node={}", pl.lit(week), pl.col("cluster"), pl.col("node")
+        ),
+    ),
+    "node",
+    "node",
 )
 event = ui.table(
     # The columns an operator acts on first, so a narrow screen still shows them.
@@ -105,7 +111,8 @@ event = ui.table(
 
 selected = event.selection.rows[0] if event.selection.rows else 0
 row = plan.row(selected, named=True)
-st.subheader(f"{fmt.text(row['node'])}: {fmt.text(row['step'])} ({fmt.text(row['status'])})")
+shown_node = ui.shared_names().node(row["node"], row["cluster"])
+st.subheader(f"{fmt.text(shown_node)}: {fmt.text(row['step'])} ({fmt.text(row['status'])})")
 st.markdown(f"**Why:** {fmt.text(row['why'])}")
 if row["command"]:
     st.code(row["command"], language="bash")
@@ -114,7 +121,10 @@ elif row["status"] in ("granted", "waiting"):
         f"No command: the data does not show which scheduler runs cluster {fmt.text(row['cluster'])}."
     )
 history = data.query(
-    "node_remediation_history", node=row["node"], week_end=filters.params()["week_end"]
+    "node_remediation_history",
+    node=row["node"],
+    cluster=row["cluster"],
+    week_end=filters.params()["week_end"],
 )
 st.caption(
     "Every step recommended for the node up to the week's end, newest first (until empty: still in force)."

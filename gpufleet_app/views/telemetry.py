@@ -5,7 +5,7 @@ import math
 
 import streamlit as st
 
-from gpufleet_app import data, figures, ui
+from gpufleet_app import data, figures, fmt, ui
 
 # Fields the heatmap offers (dcgm-exporter names), with units; first = default.
 FIELDS = {
@@ -57,7 +57,7 @@ if cells.is_empty():
     st.info(f"No `{field}` samples in {filters.week} ({filters.cluster_label}).")
     st.stop()
 column, wording = STATISTICS[stat]
-nodes = cells["node"].n_unique()
+nodes = cells.select("cluster", "node").n_unique()
 # The query's column width: whole 15-minute buckets, at most MAX_COLUMNS over the 7-day week.
 hours = math.ceil(7 * 96 / MAX_COLUMNS) / 4
 st.caption(
@@ -66,20 +66,30 @@ st.caption(
     "empty cell is a node that did not report. Open a node below for its per-GPU charts."
 )
 st.plotly_chart(
-    figures.fleet_heatmap(cells, column, FIELDS[field], column_s=round(hours * 3600)),
+    # one row per (cluster, node): a name two clusters share is shown as cluster/name
+    figures.fleet_heatmap(
+        ui.shared_names().qualify(cells, "node", "node"),
+        column,
+        FIELDS[field],
+        column_s=round(hours * 3600),
+    ),
     key="fleet_heatmap",
 )
 
+shared = ui.shared_names()
+heatmap_nodes = cells.select("node", "cluster").unique().sort("node", "cluster").rows()
 chosen = st.selectbox(
     "Open a node",
-    cells["node"].unique().sort().to_list(),
+    heatmap_nodes,
     index=None,
+    format_func=lambda nc: shared.node(nc[0], nc[1]),
     placeholder="Choose a node to open its page",
 )
 if chosen:
+    node, cluster = chosen
     st.page_link(
         ui.NODES,
-        label=f"Node {chosen}",
+        label=f"Node {fmt.text(shared.node(node, cluster))}",
         icon=":material/arrow_forward:",
-        query_params={"node": chosen, "week": str(filters.week), "metric": field},
+        query_params={"node": node, "cluster": cluster, "week": str(filters.week), "metric": field},
     )

@@ -80,7 +80,7 @@ jobs = data.query("utilisation_jobs", **params)
 if jobs.is_empty():
     st.info("No job held a GPU idle this week.")
 else:
-    linked = jobs.with_columns(job_link=pl.lit("/jobs?job=") + pl.col("job_id"))
+    linked = jobs.with_columns(job_link=ui.job_link(pl.col("job_id"), pl.col("cluster")))
     ui.table(
         linked.select(
             "job_link",
@@ -101,7 +101,7 @@ else:
         ),
         key="utilisation_jobs",
         column_config={
-            "job_link": st.column_config.LinkColumn("job", display_text=r"/jobs\?job=(.*)"),
+            "job_link": st.column_config.LinkColumn("job", display_text=r"/jobs\?job=([^&]*)"),
             "idle_gpu_h": st.column_config.NumberColumn("idle GPU-h", format="%.1f"),
             "gpus_mapped": st.column_config.NumberColumn(
                 "GPUs held", help="GPUs and MIG instances mapped to it."

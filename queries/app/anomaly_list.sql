@@ -1,5 +1,6 @@
 -- Anomalies that overlap [$week_start, $week_end) (all time when $all_time), filtered
--- by $cluster, $severity, $kind, $node, $job ('*' = any) and $status:
+-- by $cluster, $severity, $kind, $node, $job ('*' = any; a node or job is
+-- one of $cluster's, so a page for one names its cluster too) and $status:
 -- 'open' = still open at the window's end (end_ts NULL or later), 'closed' =
 -- ended inside it, '*' = both. Most severe first, then the most goodput lost, then newest.
 -- impact_gpu_h = GPU-hours of jobs on the entity while it was open; goodput_lost_gpu_h = goodput
@@ -10,7 +11,7 @@ SELECT
     a.kind,
     a.entity_type,
     a.node,
-    n.cluster,
+    a.cluster,
     a.gpu,
     a.job_id,
     a.rank,
@@ -23,9 +24,8 @@ SELECT
     a.goodput_lost_gpu_h,
     a.evidence
 FROM anomalies a
-LEFT JOIN nodes n USING (node)
 WHERE ($all_time OR (a.start_ts < $week_end AND (a.end_ts IS NULL OR a.end_ts > $week_start)))
-  AND ($cluster = '*' OR n.cluster = $cluster)
+  AND ($cluster = '*' OR a.cluster = $cluster)
   AND ($severity = '*' OR a.severity = $severity)
   AND ($kind = '*' OR a.kind = $kind)
   AND ($node = '*' OR a.node = $node)

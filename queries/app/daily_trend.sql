@@ -16,7 +16,7 @@ WITH avail AS (
     GROUP BY day
 ),
 job_cluster AS (
-    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
+    SELECT DISTINCT cluster, job_id, job_cluster FROM attempt_clusters
 ),
 jobs AS (
     SELECT
@@ -24,9 +24,9 @@ jobs AS (
         count(*) FILTER (WHERE o.eligible) AS eligible_jobs,
         count(*) FILTER (WHERE o.eligible AND o.succeeded) AS succeeded_jobs
     FROM job_outcomes o
-    LEFT JOIN job_cluster c USING (job_id)
+    LEFT JOIN job_cluster c USING (cluster, job_id)
     WHERE o.end_ts >= $week_start AND o.end_ts < $week_end
-      AND ($cluster = '*' OR c.cluster = $cluster)
+      AND ($cluster = '*' OR c.job_cluster = $cluster)
     GROUP BY 1
 )
 SELECT

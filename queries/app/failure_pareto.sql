@@ -10,22 +10,22 @@
 -- `recovery` segment x the job's GPUs, which waited for the requeue). lost_cum_share = running
 -- share of all lost GPU-hours with causes ordered by lost_gpu_h (0-1). Same causes as the count.
 WITH lost AS (
-    SELECT s.job_id, s.attempt,
+    SELECT s.cluster, s.job_id, s.attempt,
            sum(CASE s.category WHEN 'wasted' THEN s.gpus ELSE o.num_gpus END
                * epoch(s.end_ts - s.start_ts)) / 3600 AS lost_gpu_h
     FROM goodput_segments s
-    JOIN attempt_outcomes o USING (job_id, attempt)
+    JOIN attempt_outcomes o USING (cluster, job_id, attempt)
     WHERE s.category IN ('wasted', 'recovery') AND o.fleet_failure
       AND o.end_ts >= $week_start AND o.end_ts < $week_end
-    GROUP BY s.job_id, s.attempt
+    GROUP BY s.cluster, s.job_id, s.attempt
 ),
 failed AS (
     SELECT o.failure_class, o.cause,
         o.num_gpus * epoch(o.end_ts - o.start_ts) / 3600 AS gpu_h,
         coalesce(l.lost_gpu_h, 0) AS lost_gpu_h
     FROM attempt_outcomes o
-    LEFT JOIN attempt_clusters ac USING (job_id, attempt)
-    LEFT JOIN lost l USING (job_id, attempt)
+    LEFT JOIN attempt_clusters ac USING (cluster, job_id, attempt)
+    LEFT JOIN lost l USING (cluster, job_id, attempt)
     WHERE o.fleet_failure
       AND o.end_ts >= $week_start AND o.end_ts < $week_end
       AND ($cluster = '*' OR ac.cluster = $cluster)

@@ -13,23 +13,23 @@ week AS (
     SELECT $week_start::TIMESTAMPTZ AS start_ts, $week_start::TIMESTAMPTZ + INTERVAL 7 DAY AS end_ts
 ),
 held AS (
-    SELECT s.job_id, s.category,
+    SELECT s.cluster, s.job_id, s.category,
            s.gpus * epoch(least(s.end_ts, w.end_ts) - greatest(s.start_ts, w.start_ts)) / 3600.0 AS gpu_h
     FROM goodput_segments s
     CROSS JOIN week w
-    LEFT JOIN attempt_clusters c USING (job_id, attempt)
+    LEFT JOIN attempt_clusters c USING (cluster, job_id, attempt)
     WHERE s.gpus > 0 AND s.start_ts < w.end_ts AND s.end_ts > w.start_ts
       AND ($cluster = '*' OR c.cluster = $cluster)
 ),
 labelled AS (
     SELECT h.*, coalesce(j.team, '(none)') AS team, coalesce(j.queue, '(none)') AS queue
-    FROM held h LEFT JOIN jobs j USING (job_id)
+    FROM held h LEFT JOIN jobs j USING (cluster, job_id)
 ),
 grouped AS (
     SELECT
         CASE WHEN grouping(team) = 0 THEN 'team' ELSE 'queue' END AS grouping,
         CASE WHEN grouping(team) = 0 THEN team ELSE queue END AS name,
-        count(DISTINCT job_id) AS jobs,
+        count(DISTINCT (cluster, job_id)) AS jobs,
         sum(gpu_h) AS allocated_gpu_h,
         coalesce(sum(gpu_h) FILTER (WHERE category = 'init'), 0) AS init_gpu_h,
         coalesce(sum(gpu_h) FILTER (WHERE category = 'checkpoint'), 0) AS checkpoint_gpu_h,

@@ -1,4 +1,4 @@
--- The attempts of one job ($job), oldest first: state, exit code, failure class and
+-- The attempts of one job ($cluster, $job), oldest first: state, exit code, failure class and
 -- hardware signal (why it failed), its nodes and GPUs, and how many steps it logged.
 SELECT
     a.attempt,
@@ -13,9 +13,9 @@ SELECT
     o.implicated_nodes,
     a.nodes,
     o.num_gpus,
-    (SELECT count(DISTINCT step) FROM rank_steps r WHERE r.job_id = a.job_id AND r.attempt = a.attempt)
+    (SELECT count(DISTINCT step) FROM rank_steps r WHERE r.cluster = a.cluster AND r.job_id = a.job_id AND r.attempt = a.attempt)
         AS steps
 FROM job_attempts a
-LEFT JOIN attempt_outcomes o USING (job_id, attempt)
-WHERE a.job_id = $job
+LEFT JOIN attempt_outcomes o USING (cluster, job_id, attempt)
+WHERE a.cluster = $cluster AND a.job_id = $job
 ORDER BY a.attempt

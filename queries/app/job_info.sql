@@ -1,8 +1,8 @@
--- One job ($job): scheduler fields, outcome, and goodput (seconds; goodput/ettr 0-1;
+-- One job ($cluster, $job): scheduler fields, outcome, and goodput (seconds; goodput/ettr 0-1;
 -- allocated/productive in GPU-seconds; straggler_drag_s = sum over steps of slowest
 -- minus median rank time).
 SELECT
-    j.job_id, j.name, j."user", j.team, j.queue, j.submit_ts, j.start_ts, j.end_ts,
+    j.job_id, j.cluster, j.name, j."user", j.team, j.queue, j.submit_ts, j.start_ts, j.end_ts,
     j.num_gpus, j.state, j.exit_code, j.reason,
     o.final_state, o.eligible, o.succeeded, o.failure_class, o.crash_loop, o.attempts,
     o.gpu_hours, o.first_attempt_succeeded,
@@ -14,6 +14,6 @@ SELECT
     CAST(g.straggler_drag_s AS DOUBLE) AS straggler_drag_s,
     CAST(g.goodput AS DOUBLE) AS goodput, CAST(g.ettr AS DOUBLE) AS ettr
 FROM jobs j
-LEFT JOIN job_outcomes o USING (job_id)
-LEFT JOIN job_goodput g USING (job_id)
-WHERE j.job_id = $job
+LEFT JOIN job_outcomes o USING (cluster, job_id)
+LEFT JOIN job_goodput g USING (cluster, job_id)
+WHERE j.cluster = $cluster AND j.job_id = $job

@@ -1,4 +1,4 @@
--- The job's goodput timeline ($job): non-overlapping segments covering
+-- The job's goodput timeline ($cluster, $job): non-overlapping segments covering
 -- [first attempt start, job end), each productive / init / checkpoint / wasted /
 -- recovery / other; gpus held during it (0 in a recovery gap).
 SELECT
@@ -10,5 +10,5 @@ SELECT
     gpus,
     epoch(end_ts - start_ts) AS duration_s
 FROM goodput_segments
-WHERE job_id = $job
+WHERE cluster = $cluster AND job_id = $job
 ORDER BY start_ts

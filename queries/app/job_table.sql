@@ -5,19 +5,19 @@
 -- sum over attempts of GPUs x attempt length / 3600; straggler_ranks = ranks with
 -- a straggler verdict in any attempt.
 WITH job_cluster AS (
-    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
+    SELECT DISTINCT cluster, job_id, job_cluster FROM attempt_clusters
 ),
 stragglers AS (
-    SELECT job_id, count(DISTINCT rank) FILTER (WHERE is_straggler) AS straggler_ranks
+    SELECT cluster, job_id, count(DISTINCT rank) FILTER (WHERE is_straggler) AS straggler_ranks
     FROM rank_slowdown
-    GROUP BY job_id
+    GROUP BY cluster, job_id
 )
 SELECT
     o.job_id,
     j.name,
     j."user",
     j.team,
-    c.cluster,
+    o.cluster,
     o.final_state,
     o.failure_class,
     o.crash_loop,
@@ -30,14 +30,14 @@ SELECT
     j.start_ts,
     o.end_ts
 FROM job_outcomes o
-LEFT JOIN jobs j USING (job_id)
-LEFT JOIN job_goodput g USING (job_id)
-LEFT JOIN job_cluster c USING (job_id)
-LEFT JOIN stragglers s USING (job_id)
+LEFT JOIN jobs j USING (cluster, job_id)
+LEFT JOIN job_goodput g USING (cluster, job_id)
+LEFT JOIN job_cluster c USING (cluster, job_id)
+LEFT JOIN stragglers s USING (cluster, job_id)
 WHERE ((o.end_ts >= $week_start AND o.end_ts < $week_end)
        OR (o.end_ts IS NULL AND j.start_ts < $week_end))
-  AND ($cluster = '*' OR c.cluster = $cluster)
+  AND ($cluster = '*' OR c.job_cluster = $cluster)
   AND ($outcome = '*'
        OR ($outcome = 'failed' AND o.eligible AND NOT o.succeeded)
        OR o.final_state = $outcome)
-ORDER BY o.gpu_hours DESC NULLS LAST, o.job_id
+ORDER BY o.gpu_hours DESC NULLS LAST, o.job_id, o.cluster

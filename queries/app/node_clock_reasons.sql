@@ -1,4 +1,4 @@
--- Why the node's GPUs ran below their clocks in [$week_start, $week_end): the clock-event
+-- Why the node's ($cluster, $node) GPUs ran below their clocks in [$week_start, $week_end): the clock-event
 -- (formerly throttle) reasons bitmask DCGM_FI_DEV_CLOCKS_EVENT_REASONS or
 -- DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, decoded per NVIDIA's documented bits (nvml.h
 -- nvmlClocksEventReason*) into the rollup rows '<field>/<reason>' (see gpu_samples_15m).
@@ -11,7 +11,7 @@
 WITH per_bucket AS (
     SELECT gpu, split_part(metric, '/', 2) AS reason, bucket_ts, value_avg, samples
     FROM gpu_samples_15m
-    WHERE node = $node AND bucket_ts >= $week_start AND bucket_ts < $week_end
+    WHERE cluster = $cluster AND node = $node AND bucket_ts >= $week_start AND bucket_ts < $week_end
       AND (metric LIKE 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS/%' OR metric LIKE 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS/%')
 ),
 per_reason AS (

@@ -1,4 +1,4 @@
--- The node's condition history ($node) in [$week_start, $week_end): consecutive
+-- The node's condition history ($cluster, $node) in [$week_start, $week_end): consecutive
 -- samples with the same condition, status and reason merged into one run
 -- [start_ts, end_ts), end = the next run's first sample (or the last sample).
 -- verdict: `healthy` or `unhealthy` by the condition's polarity, the rule availability uses
@@ -8,7 +8,7 @@
 WITH samples AS (
     SELECT ts, condition, status, coalesce(reason, '') AS reason
     FROM node_conditions
-    WHERE node = $node AND ts >= $week_start AND ts < $week_end
+    WHERE cluster = $cluster AND node = $node AND ts >= $week_start AND ts < $week_end
 ),
 marked AS (
     SELECT *,

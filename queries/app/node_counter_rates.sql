@@ -1,4 +1,4 @@
--- Error counters of one node ($node) as rates per hour, in [$week_start, $week_end): never the
+-- Error counters of one node ($cluster, $node) as rates per hour, in [$week_start, $week_end): never the
 -- cumulative totals (a counter's level says how long the GPU has been up, not how sick it is).
 -- One row per GPU (NULL for node-level NIC counters), counter and $bucket_s bucket (a multiple
 -- of 900 s): increase = how much the counter went up in the bucket (reset-safe: a drop is a
@@ -22,14 +22,14 @@ labels(metric, counter) AS (
 gpu_counters AS (
     SELECT gpu, metric, epoch_us(bucket_ts) AS us, increase
     FROM gpu_samples_15m
-    WHERE node = $node AND increase IS NOT NULL
+    WHERE cluster = $cluster AND node = $node AND increase IS NOT NULL
       AND bucket_ts >= $week_start AND bucket_ts < $week_end
 ),
 -- The sample before the week starts the first increase, so the look-back is one bucket.
 nic_samples AS (
     SELECT ts, value, lag(value) OVER (ORDER BY ts) AS prev
     FROM node_samples
-    WHERE node = $node AND metric = 'nic_link_errors_total'
+    WHERE cluster = $cluster AND node = $node AND metric = 'nic_link_errors_total'
       AND ts >= $week_start::TIMESTAMPTZ - to_seconds($bucket_s) AND ts < $week_end
 ),
 nic_counters AS (

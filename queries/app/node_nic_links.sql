@@ -1,4 +1,4 @@
--- Network links (InfiniBand / EFA / RoCE adapters) of one node ($node) that were up, per
+-- Network links (InfiniBand / EFA / RoCE adapters) of one node ($cluster, $node) that were up, per
 -- $bucket_s bucket in [$week_start, $week_end), from node_samples `nic_links_up` (a gauge: the
 -- links up across the node's adapters at the scrape):
 --   links_min / links_max   fewest and most links up in the bucket's samples (a link that
@@ -13,7 +13,7 @@ SELECT
     count(*) AS samples,
     any_value(n.nic_expected) AS expected
 FROM node_samples s
-LEFT JOIN nodes n USING (node)
-WHERE s.node = $node AND s.metric = 'nic_links_up' AND s.ts >= $week_start AND s.ts < $week_end
+LEFT JOIN nodes n USING (cluster, node)
+WHERE s.cluster = $cluster AND s.node = $node AND s.metric = 'nic_links_up' AND s.ts >= $week_start AND s.ts < $week_end
 GROUP BY ALL
 ORDER BY bucket_ts

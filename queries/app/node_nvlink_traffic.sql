@@ -1,4 +1,4 @@
--- NVLink traffic of one node's GPUs ($node) as a rate, in [$week_start, $week_end): never the
+-- NVLink traffic of one node's GPUs ($cluster, $node) as a rate, in [$week_start, $week_end): never the
 -- cumulative counter. One row per GPU and $bucket_s bucket (a multiple of 900 s):
 --   increase    how much DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (a counter, MiB moved over all the
 --               GPU's links) went up in the bucket: the step from each 15-minute rollup bucket's
@@ -13,7 +13,7 @@ lasts AS (
     SELECT gpu, bucket_ts, value_max AS last_value,
            lag(value_max) OVER (PARTITION BY gpu ORDER BY bucket_ts) AS prev_value
     FROM gpu_samples_15m
-    WHERE node = $node AND metric = 'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL'
+    WHERE cluster = $cluster AND node = $node AND metric = 'DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL'
       -- one rollup bucket of look-back starts the week's first increase
       AND bucket_ts >= $week_start::TIMESTAMPTZ - INTERVAL 15 MINUTE AND bucket_ts < $week_end
 ),

@@ -1,4 +1,4 @@
--- The node's state intervals ($node) clipped to [$week_start, $week_end):
+-- The node's state intervals ($cluster, $node) clipped to [$week_start, $week_end):
 -- available / degraded / unavailable / unknown / maintenance, with why; duration_s seconds.
 SELECT
     state,
@@ -7,5 +7,5 @@ SELECT
     epoch(least(end_ts, $week_end) - greatest(start_ts, $week_start)) AS duration_s,
     coalesce(reason, '') AS reason
 FROM node_state_intervals
-WHERE node = $node AND start_ts < $week_end AND end_ts > $week_start
+WHERE cluster = $cluster AND node = $node AND start_ts < $week_end AND end_ts > $week_start
 ORDER BY start_ts

@@ -1,4 +1,4 @@
--- One row per node for the week [$week_start, $week_end), $cluster ('*' = all):
+-- One row per node (cluster, node) for the week [$week_start, $week_end), $cluster ('*' = all):
 -- availability = (available + degraded) / (in fleet - maintenance) from summed
 -- seconds (NULL when the node was in maintenance all week); unavailable_gpu_h and
 -- unknown_gpu_h = seconds in that state x the node's GPUs / 3600; anomalies that
@@ -10,8 +10,8 @@
 -- while jobs waited), goodput_regained its node_cost.goodput_regained. Worst (costliest) first.
 WITH days AS (
     SELECT
+        cluster,
         node,
-        any_value(cluster) AS cluster,
         sum(available_s + degraded_s) AS up_s,
         sum(in_fleet_s - maintenance_s) AS counted_s,
         sum(unavailable_s) AS unavailable_s,
@@ -19,13 +19,14 @@ WITH days AS (
     FROM node_availability_daily
     WHERE day >= CAST($week_start AS DATE) AND day < CAST($week_end AS DATE)
       AND ($cluster = '*' OR cluster = $cluster)
-    GROUP BY node
+    GROUP BY cluster, node
 ),
 ladder(action, step_rank) AS (
     VALUES ('watch', 1), ('cordon', 2), ('drain', 3), ('reset_gpu', 4), ('reboot', 5), ('replace', 6)
 ),
 anoms AS (
     SELECT
+        a.cluster,
         a.node,
         count(*) AS anomalies,
         count(*) FILTER (WHERE a.end_ts IS NULL OR a.end_ts > $week_end) AS open_anomalies,
@@ -34,19 +35,19 @@ anoms AS (
     LEFT JOIN ladder l USING (action)
     WHERE a.node IS NOT NULL
       AND a.start_ts < $week_end AND (a.end_ts IS NULL OR a.end_ts > $week_start)
-    GROUP BY a.node
+    GROUP BY a.cluster, a.node
 ),
 cost AS (
-    SELECT node, lost_gpu_h, goodput_regained
+    SELECT cluster, node, lost_gpu_h, goodput_regained
     FROM node_cost
     WHERE week_start = CAST($week_start AS DATE)
 ),
 stragglers AS (
-    SELECT r.node, count(DISTINCT r.job_id) AS straggler_jobs
+    SELECT r.cluster, r.node, count(DISTINCT r.job_id) AS straggler_jobs
     FROM rank_slowdown r
-    JOIN job_outcomes o USING (job_id)
+    JOIN job_outcomes o USING (cluster, job_id)
     WHERE r.is_straggler AND o.end_ts >= $week_start AND o.end_ts < $week_end
-    GROUP BY r.node
+    GROUP BY r.cluster, r.node
 )
 SELECT
     d.node,
@@ -63,9 +64,9 @@ SELECT
     coalesce(c.lost_gpu_h, 0) AS cost_gpu_h,
     c.goodput_regained
 FROM days d
-LEFT JOIN nodes n USING (node)
-LEFT JOIN anoms a USING (node)
-LEFT JOIN stragglers s USING (node)
+LEFT JOIN nodes n USING (cluster, node)
+LEFT JOIN anoms a USING (cluster, node)
+LEFT JOIN stragglers s USING (cluster, node)
 LEFT JOIN ladder l ON l.step_rank = a.step_rank
-LEFT JOIN cost c USING (node)
-ORDER BY cost_gpu_h DESC, unavailable_gpu_h + unknown_gpu_h DESC, anomalies DESC, d.node
+LEFT JOIN cost c USING (cluster, node)
+ORDER BY cost_gpu_h DESC, unavailable_gpu_h + unknown_gpu_h DESC, anomalies DESC, d.node, d.cluster

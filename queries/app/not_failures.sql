@@ -5,7 +5,7 @@
 SELECT o.failure_class, o.cause, count(*) AS attempts,
     sum(o.num_gpus * epoch(o.end_ts - o.start_ts) / 3600) AS gpu_h
 FROM attempt_outcomes o
-LEFT JOIN attempt_clusters ac USING (job_id, attempt)
+LEFT JOIN attempt_clusters ac USING (cluster, job_id, attempt)
 WHERE o.failure_class IS NOT NULL AND NOT o.fleet_failure
   AND o.end_ts >= $week_start AND o.end_ts < $week_end
   AND ($cluster = '*' OR ac.cluster = $cluster)

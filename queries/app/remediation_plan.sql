@@ -28,22 +28,21 @@ ladder(step, step_no) AS (
 ),
 in_week AS (
     SELECT h.*,
-           row_number() OVER (PARTITION BY h.node ORDER BY h.since DESC) AS newest
+           row_number() OVER (PARTITION BY h.cluster, h.node ORDER BY h.since DESC) AS newest
     FROM node_remediation_history h
-    LEFT JOIN nodes n USING (node)
     WHERE h.since < $week_end AND (h.until IS NULL OR h.until > $week_start)
-      AND ($cluster = '*' OR coalesce(h.cluster, n.cluster) = $cluster)
+      AND ($cluster = '*' OR h.cluster = $cluster)
 ),
 history AS (
-    SELECT node,
+    SELECT cluster, node,
            string_agg(step || ' ' || strftime(since, '%Y-%m-%d %H:%M') || '–'
                       || coalesce(strftime(until, '%Y-%m-%d %H:%M'), '…'), '; ' ORDER BY since) AS history
-    FROM node_remediation_history
-    WHERE since < $week_end AND node IN (SELECT node FROM in_week)
-    GROUP BY node
+    FROM node_remediation_history h
+    WHERE since < $week_end AND EXISTS (SELECT 1 FROM in_week w WHERE w.cluster = h.cluster AND w.node = h.node)
+    GROUP BY cluster, node
 ),
 plan AS (
-    SELECT w.node, coalesce(w.cluster, n.cluster) AS cluster, w.step, l.step_no, w.since, w.until,
+    SELECT w.node, w.cluster, w.step, l.step_no, w.since, w.until,
            w.severity, w.why, array_to_string(w.anomaly_ids, ',') AS anomaly_ids,
            CASE WHEN w.until IS NOT NULL THEN 'ended'
                 WHEN r.decision = 'act' THEN 'granted'
@@ -59,11 +58,10 @@ plan AS (
            h.history
     FROM in_week w
     JOIN ladder l USING (step)
-    LEFT JOIN nodes n USING (node)
-    LEFT JOIN node_remediation r USING (node)
-    LEFT JOIN node_cost c ON c.node = w.node AND c.week = $week
-    LEFT JOIN cluster_schedulers s ON s.cluster = coalesce(w.cluster, n.cluster)
-    LEFT JOIN history h USING (node)
+    LEFT JOIN node_remediation r USING (cluster, node)
+    LEFT JOIN node_cost c ON c.cluster = w.cluster AND c.node = w.node AND c.week = $week
+    LEFT JOIN cluster_schedulers s ON s.cluster = w.cluster
+    LEFT JOIN history h USING (cluster, node)
     WHERE w.newest = 1
 )
 SELECT node, cluster, step, severity, status, since, until, why, anomaly_ids, cost_gpu_h, priority,
@@ -84,4 +82,4 @@ SELECT node, cluster, step, severity, status, since, until, why, anomaly_ids, co
        END AS command,
        history
 FROM plan
-ORDER BY CASE severity WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 ELSE 3 END, cost_gpu_h DESC, node
+ORDER BY CASE severity WHEN 'critical' THEN 1 WHEN 'warn' THEN 2 ELSE 3 END, cost_gpu_h DESC, node, cluster

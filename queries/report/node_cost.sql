@@ -6,5 +6,5 @@ SELECT node, cluster, lost_gpu_h, failure_gpu_h, straggler_gpu_h, waiting_gpu_h,
 FROM node_cost
 WHERE week = strftime($week_start::DATE, '%G-W%V')
   AND ($cluster = '*' OR cluster = $cluster)
-ORDER BY lost_gpu_h DESC, node
+ORDER BY lost_gpu_h DESC, node, cluster
 LIMIT $limit

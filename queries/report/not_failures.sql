@@ -7,10 +7,10 @@ WITH
 week AS (
     SELECT $week_start::TIMESTAMPTZ AS start_ts, $week_start::TIMESTAMPTZ + INTERVAL 7 DAY AS end_ts
 )
-SELECT a.failure_class, a.cause, count(*) AS attempts, count(DISTINCT a.job_id) AS jobs,
+SELECT a.failure_class, a.cause, count(*) AS attempts, count(DISTINCT (a.cluster, a.job_id)) AS jobs,
        sum(a.num_gpus * epoch(a.end_ts - a.start_ts) / 3600.0) AS gpu_h
 FROM attempt_outcomes a
-LEFT JOIN attempt_clusters ac USING (job_id, attempt), week w
+LEFT JOIN attempt_clusters ac USING (cluster, job_id, attempt), week w
 WHERE a.end_ts >= w.start_ts AND a.end_ts < w.end_ts
   AND a.failure_class IS NOT NULL AND NOT a.fleet_failure
   AND ($cluster = '*' OR ac.cluster = $cluster)

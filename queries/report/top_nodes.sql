@@ -22,19 +22,19 @@ lost AS (
     GROUP BY ALL
 ),
 failed AS (
-    SELECT u.node, count(*) AS failed_attempts
+    SELECT a.cluster, u.node, count(*) AS failed_attempts
     FROM attempt_outcomes a CROSS JOIN unnest(a.implicated_nodes) AS u(node), week w
     WHERE a.end_ts >= w.start_ts AND a.end_ts < w.end_ts AND a.fleet_failure
     GROUP BY ALL
 ),
 xids AS (
-    SELECT e.node, count(*) AS xid_events, list(DISTINCT e.code ORDER BY e.code) AS xid_codes
+    SELECT e.cluster, e.node, count(*) AS xid_events, list(DISTINCT e.code ORDER BY e.code) AS xid_codes
     FROM gpu_events e, week w
     WHERE e.kind = 'xid' AND e.ts >= w.start_ts AND e.ts < w.end_ts
     GROUP BY ALL
 ),
 reason_seconds AS (
-    SELECT i.node, coalesce(i.reason, i.state) AS reason,
+    SELECT i.cluster, i.node, coalesce(i.reason, i.state) AS reason,
            sum(epoch(least(i.end_ts, w.end_ts) - greatest(i.start_ts, w.start_ts))) AS seconds
     FROM node_state_intervals i, week w
     WHERE i.state IN ('unavailable', 'unknown')
@@ -42,7 +42,7 @@ reason_seconds AS (
     GROUP BY ALL
 ),
 reasons AS (
-    SELECT node, first(reason ORDER BY seconds DESC, reason) AS top_reason
+    SELECT cluster, node, first(reason ORDER BY seconds DESC, reason) AS top_reason
     FROM reason_seconds
     GROUP BY ALL
 )
@@ -56,10 +56,10 @@ SELECT l.node, l.cluster, n.gpu_model, n.gpu_count,
        coalesce(x.xid_codes, []) AS xid_codes,
        r.top_reason
 FROM lost l
-JOIN nodes n USING (node)
-LEFT JOIN failed f USING (node)
-LEFT JOIN xids x USING (node)
-LEFT JOIN reasons r USING (node)
+JOIN nodes n USING (cluster, node)
+LEFT JOIN failed f USING (cluster, node)
+LEFT JOIN xids x USING (cluster, node)
+LEFT JOIN reasons r USING (cluster, node)
 WHERE l.unavailable_s + l.unknown_s > 0
-ORDER BY down_gpu_h DESC, l.node
+ORDER BY down_gpu_h DESC, l.node, l.cluster
 LIMIT $limit
