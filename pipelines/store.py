@@ -494,13 +494,15 @@ def _merge(
             con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
         con.execute("DROP TABLE __stage")
         return result(new, changed - new)
-    window, params = "", None
+    window = ""
     if "ts" in keys and checked.min_ts is not None:
         # Restricting the probe to the batch's time range lets zone maps skip old row groups.
-        window = " AND t.ts BETWEEN $lo AND $hi"
-        params = {"lo": checked.min_ts, "hi": checked.max_ts}
+        # Literals, not parameters: the query may become a view (gpu_samples' storage).
+        window = (
+            f" AND t.ts BETWEEN {_ts_literal(checked.min_ts)} AND {_ts_literal(checked.max_ts)}"
+        )
     overlap = con.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)", params
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)"
     ).fetchall()[0][0]
     if not overlap:
         # Nothing stored in the batch's time range (or nothing at all), so no key of the batch is
@@ -512,16 +514,12 @@ def _merge(
             f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})"
         )
     if item.table == "gpu_samples":
-        # A view cannot hold parameters: the batch's time range goes in as literals.
-        bounded = new_rows.replace("$lo", _ts_literal(checked.min_ts)).replace(
-            "$hi", _ts_literal(checked.max_ts)
-        )
-        return result(insert_gpu_samples(con, bounded), 0)
+        return result(insert_gpu_samples(con, new_rows), 0)
     if not overlap:
         con.execute(f"INSERT INTO {table} {new_rows}")
         return result(distinct, 0)
     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-    con.execute(f"INSERT INTO {table} {new_rows}", params)
+    con.execute(f"INSERT INTO {table} {new_rows}")
     return result(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before, 0)
 
 
