@@ -27,6 +27,7 @@ SCALES = {
 }
 WEEK_START = "2026-11-23"
 WEEK = "2026-W48"
+GPUS_PER_NODE = 8  # every simulated node
 EXTRA_DAYS = 2
 """Simulated past the week: the update stages load the next hour, then the day after it."""
 # Stages whose work is proportional to the landing rows (gpu_samples + rank_steps).
@@ -178,6 +179,11 @@ def main(argv: list[str] | None = None) -> Path:
             detail = json.loads(stdout)
         if stage == "compute" or stage.endswith("_compute"):
             detail = {"steps_s": compute_steps(stdout)}
+        if stage == "ingest":
+            # The week's landing data alone, before any derived table: disk per GPU-day.
+            gpu_days = scale["nodes"] * GPUS_PER_NODE * scale["days"]
+            size = db.stat().st_size
+            detail = {"db_bytes": size, "bytes_per_gpu_day": round(size / gpu_days)}
         counted = rows if stage in ROW_STAGES else None
         # Rates from the recorded (rounded) times, so the JSON is consistent with itself.
         seconds, cpu = round(seconds, 3), round(cpu, 3)
@@ -253,6 +259,11 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
             f"{cpu_rate:>11} | {r.ratio_to_floor:7.2f} | {r.cpu_ratio_to_floor or 0:11.2f} | {r.load_1m:5.1f} |"
         )
     for r in results:
+        if r.stage == "ingest" and "bytes_per_gpu_day" in r.detail:
+            print(
+                f"  database after ingest: {r.detail['db_bytes'] / 2**20:,.0f} MiB, "
+                f"{r.detail['bytes_per_gpu_day'] / 1024:,.0f} KiB per GPU-day"
+            )
         if r.stage.startswith("app_"):
             print(
                 f"  {r.stage}: warm {r.detail['warm_s']:.3f} s, slowest query {r.detail['slowest_query_s']:.3f} s"

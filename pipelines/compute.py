@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.config import Settings
-from pipelines.contract import LANDING_TABLES
+from pipelines.contract import LANDING_TABLES, STORAGE_TABLES
 from pipelines.errors import DatabaseMissingError
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import data_version, ensure_schema, quote_ident
@@ -209,7 +209,8 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "AND schema_name = 'main' AND NOT temporary AND NOT starts_with(table_name, '__') ORDER BY 1"
     ).fetchall()
-    return [r[0] for r in rows if r[0] not in LANDING_TABLES and r[0] not in BOOKKEEPING_TABLES]
+    kept = LANDING_TABLES + tuple(STORAGE_TABLES) + tuple(BOOKKEEPING_TABLES)
+    return [r[0] for r in rows if r[0] not in kept]
 
 
 def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only: bool) -> None:

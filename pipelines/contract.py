@@ -35,6 +35,13 @@ NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     "maintenance": ("cluster", "node", "start_ts"),
 }
 
+# Landing tables kept as a view over compact storage tables (queries/schema/landing.sql): the
+# contract's columns are the view's; NOT NULL comes from the storage tables' columns.
+COMPACT_STORAGE: dict[str, tuple[str, ...]] = {
+    "gpu_samples": ("gpu_series", "gpu_sample_values"),
+}
+STORAGE_TABLES: frozenset[str] = frozenset(t for ts in COMPACT_STORAGE.values() for t in ts)
+
 # Tables whose rows a later load may correct (state changes): newest load wins.
 UPSERT_TABLES: frozenset[str] = frozenset({"nodes", "jobs", "job_attempts", "maintenance"})
 

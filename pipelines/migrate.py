@@ -4,6 +4,10 @@ Databases built before cluster-scoped identity have `cluster` on `nodes` only. E
 landing table is rebuilt with the column (first in its natural key): a node's record takes its
 node's cluster; a job its attempts' nodes' cluster; steps and checkpoints their job's. A name
 that `nodes` does not know takes the fleet's only cluster, or `unknown` when there are several.
+
+Databases built before compact sample storage keep `gpu_samples` as a table of strings per
+sample; it becomes series and values (queries/schema/landing.sql) behind a view of the same name.
+
 One transaction: a failed upgrade leaves the database as it was.
 """
 
@@ -13,6 +17,7 @@ import duckdb
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.sql import load_sql, statements
+from pipelines.store import insert_gpu_samples
 
 UNKNOWN_CLUSTER = "unknown"
 """The cluster of a record whose node or job `nodes` does not place, in a fleet of several clusters."""
@@ -44,11 +49,23 @@ def tables_to_migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [t for t in LANDING_TABLES if (cols := _columns(con, t)) and "cluster" not in cols]
 
 
+def gpu_samples_to_compact(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when `gpu_samples` is still a table (stored before compact sample storage)."""
+    kind = con.execute(
+        "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' "
+        "AND table_name = 'gpu_samples'"
+    ).fetchall()
+    return bool(kind) and kind[0][0] == "BASE TABLE"
+
+
 def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Add `cluster` to every landing table that lacks it; the tables upgraded (none: a no-op)."""
+    """Add `cluster` to every landing table that lacks it and store `gpu_samples` compactly;
+    the tables upgraded (none: a no-op)."""
     todo = tables_to_migrate(con)
-    if not todo:
+    compact = gpu_samples_to_compact(con)
+    if not todo and not compact:
         return []
+    upgraded = todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else [])
     con.execute("BEGIN TRANSACTION")
     try:
         clusters = [
@@ -56,7 +73,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
         ]
         fallback = clusters[0] if len(clusters) == 1 else UNKNOWN_CLUSTER
         params = {"fallback": fallback}
-        for table in todo:
+        for table in todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else []):
             con.execute(f'ALTER TABLE "{table}" RENAME TO "__old_{table}"')
         # Recreate the renamed tables with the current shape (the others exist and are skipped).
         for statement in statements(load_sql("schema/landing")):
@@ -79,6 +96,16 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
                 source = "nodes m ON m.node = o.node"
             else:
                 source = "__job_cluster m ON m.job_id = o.job_id"
+            if table == "gpu_samples":
+                # Kept as a view over storage tables; a view holds no parameters.
+                fallback_literal = "'" + fallback.replace("'", "''") + "'"
+                insert_gpu_samples(
+                    con,
+                    f"SELECT coalesce(m.cluster, {fallback_literal}) AS cluster, {names} "
+                    f'FROM "__old_{table}" o LEFT JOIN {source}',
+                )
+                con.execute(f'DROP TABLE "__old_{table}"')
+                continue
             con.execute(
                 f'INSERT INTO "{table}" ({target}) SELECT coalesce(m.cluster, $fallback), {names} '
                 f'FROM "__old_{table}" o LEFT JOIN {source}',
@@ -86,14 +113,20 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
             )
             con.execute(f'DROP TABLE "__old_{table}"')
         con.execute("DROP TABLE __job_cluster")
+        if compact and "gpu_samples" not in todo:
+            insert_gpu_samples(
+                con,
+                "SELECT cluster, ts, node, gpu, uuid, metric, value FROM __old_gpu_samples",
+            )
+            con.execute("DROP TABLE __old_gpu_samples")
         # A new data version, so the next compute rebuilds every derived table per cluster.
         con.execute(
-            "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), 'migrate:cluster', $tables, 0, 0 "
+            "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, 0, 0 "
             "FROM load_log",
-            {"tables": todo},
+            {"source": "migrate:cluster" if todo else "migrate:compact", "tables": upgraded},
         )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    return todo
+    return upgraded

@@ -20,6 +20,7 @@ import polars as pl
 
 from pipelines.contract import (
     ALLOWED_VALUES,
+    COMPACT_STORAGE,
     COMPUTE_ROUNDING_S,
     FINITE_COLUMNS,
     IDENTITY_WHEN_ENDED,
@@ -119,12 +120,21 @@ class Column:
 
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[Column]:
-    rows = con.execute(
+    """A landing table's columns; for one kept as a view, NOT NULL as its storage tables say."""
+    query = (
         "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns "
-        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-        [table],
-    ).fetchall()
-    return [Column(*row) for row in rows]
+        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position"
+    )
+    columns = [Column(*row) for row in con.execute(query, [table]).fetchall()]
+    if table not in COMPACT_STORAGE:
+        return columns
+    not_null = {
+        c.name
+        for storage in COMPACT_STORAGE[table]
+        for c in table_columns(con, storage)
+        if not c.nullable
+    }
+    return [Column(c.name, c.type, c.name not in not_null) for c in columns]
 
 
 def _column_types(con: duckdb.DuckDBPyConnection, view: str) -> dict[str, str]:
@@ -484,26 +494,51 @@ def _merge(
             con.execute(f"INSERT INTO {table} SELECT {names} FROM __stage")
         con.execute("DROP TABLE __stage")
         return result(new, changed - new)
-    window, params = "", None
+    window = ""
     if "ts" in keys and checked.min_ts is not None:
         # Restricting the probe to the batch's time range lets zone maps skip old row groups.
-        window = " AND t.ts BETWEEN $lo AND $hi"
-        params = {"lo": checked.min_ts, "hi": checked.max_ts}
+        # Literals, not parameters: the query may become a view (gpu_samples' storage).
+        window = (
+            f" AND t.ts BETWEEN {_ts_literal(checked.min_ts)} AND {_ts_literal(checked.max_ts)}"
+        )
     overlap = con.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)", params
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)"
     ).fetchall()[0][0]
     if not overlap:
         # Nothing stored in the batch's time range (or nothing at all), so no key of the batch is
         # stored yet: skip the anti-join probe and the row counts (the common append case).
-        con.execute(f"INSERT INTO {table} SELECT {names_clipped} FROM {typed}")
+        new_rows = f"SELECT {names_clipped} FROM {typed}"
+    else:
+        new_rows = (
+            f"SELECT {names_clipped} FROM {typed} s "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})"
+        )
+    if item.table == "gpu_samples":
+        return result(insert_gpu_samples(con, new_rows), 0)
+    if not overlap:
+        con.execute(f"INSERT INTO {table} {new_rows}")
         return result(distinct, 0)
     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-    con.execute(
-        f"INSERT INTO {table} SELECT {names_clipped} FROM {typed} s "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})",
-        params,
-    )
+    con.execute(f"INSERT INTO {table} {new_rows}")
     return result(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before, 0)
+
+
+def _ts_literal(ts: Any) -> str:
+    return f"TIMESTAMPTZ '{ts.isoformat()}'" if ts is not None else "NULL"
+
+
+def insert_gpu_samples(con: duckdb.DuckDBPyConnection, rows: str) -> int:
+    """Store new GPU samples (the query `rows`, in the contract's columns) as series and values.
+
+    Keys must be new (the caller's anti-join); each series' strings are stored once
+    (queries/schema/landing.sql). Returns the samples stored.
+    """
+    con.execute(f"CREATE OR REPLACE TEMP VIEW __gpu_samples_in AS {rows}")
+    try:
+        con.execute(load_sql("store/gpu_series_add"))
+        return con.execute(load_sql("store/gpu_samples_add")).fetchall()[0][0]
+    finally:
+        con.execute("DROP VIEW IF EXISTS temp.main.__gpu_samples_in")
 
 
 @contextmanager

@@ -24,6 +24,7 @@ import polars as pl
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
+from testkit.landing_rows import insert_landing
 
 W47 = datetime(2026, 11, 16, tzinfo=UTC)
 W48 = datetime(2026, 11, 23, tzinfo=UTC)
@@ -1015,12 +1016,14 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         else:
             cluster = "(SELECT min(cluster) FROM nodes)"
         if cluster:
-            con.execute(
-                f"INSERT INTO {table} (cluster, {columns}) SELECT coalesce({cluster}, "
-                f"(SELECT min(cluster) FROM nodes)), {columns} FROM __frame f"
+            insert_landing(
+                con,
+                table,
+                f"SELECT coalesce({cluster}, (SELECT min(cluster) FROM nodes)) AS cluster, "
+                f"{columns} FROM __frame f",
             )
         else:
-            con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __frame")
+            insert_landing(con, table, f"SELECT {columns} FROM __frame")
         con.unregister("__frame")
     anomalies = _anomalies()
     con.register("__frame", anomalies)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 
 from pipelines.sql import execute, query_pl
 from pipelines.store import open_store
+from testkit.landing_rows import add_gpu_samples
 
 MONDAY = datetime(2026, 11, 23, tzinfo=UTC)
 WEEK = {"node": "n1", "cluster": "c1", "week_start": MONDAY, "week_end": MONDAY + timedelta(days=7)}
@@ -62,7 +63,7 @@ def build(path: Path) -> duckdb.DuckDBPyConnection:
     rows += [(t, "n1", 1, "GPU-1", FLIT, 7.0) for t, _ in PCIE_SAMPLES]
     # a gauge is no counter: no increase
     rows += [(t, "n1", 0, "GPU-0", "DCGM_FI_DEV_GPU_TEMP", 50.0) for t, _ in PCIE_SAMPLES]
-    con.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, ?, ?, ?, ?, ?)", rows)
+    add_gpu_samples(con, [("c1", *row) for row in rows])
     con.executemany(
         "INSERT INTO node_samples VALUES ('c1', ?, 'n1', ?, ?)",
         [(t, NIC, v) for t, v in NIC_SAMPLES],
@@ -167,10 +168,7 @@ def test_clock_event_reasons_decoded(
     tmp_path: Path, field: str, mask: int, reasons: set[str]
 ) -> None:
     con = open_store(tmp_path / "fleet.duckdb")
-    con.execute(
-        "INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)",
-        [at(0), field, float(mask)],
-    )
+    add_gpu_samples(con, [("c1", at(0), "n1", 0, "GPU-0", field, float(mask))])
     execute(con, "derived/gpu_samples_15m")
     found = dict(
         con.execute(
@@ -202,7 +200,7 @@ def test_week_increase_is_prometheus_increase(tmp_path_factory, values: list[int
         (at(0, 0) + timedelta(minutes=7 * i), "n1", 0, "GPU-0", PCIE, float(v))
         for i, v in enumerate(values)
     ]
-    con.executemany("INSERT INTO gpu_samples VALUES ('c1', ?, ?, ?, ?, ?, ?)", samples)
+    add_gpu_samples(con, [("c1", *sample) for sample in samples])
     execute(con, "derived/gpu_samples_15m")
     one_cluster(con)
     frame = query_pl(con, "app/node_counter_rates", {**WEEK, "bucket_s": 3600})

@@ -442,7 +442,7 @@ def test_user_and_policy_attempts_are_never_fleet_failures(con, states, xid, rea
         )
     con.execute(
         "DELETE FROM jobs; DELETE FROM job_attempts; DELETE FROM node_conditions; "
-        "DELETE FROM gpu_samples; DELETE FROM gpu_events; DELETE FROM nodes"
+        "DELETE FROM gpu_sample_values; DELETE FROM gpu_series; DELETE FROM gpu_events; DELETE FROM nodes"
     )
     f.load(con)
     insert_anomalies(con, [])

@@ -13,6 +13,7 @@ import pytest
 
 from pipelines.sql import execute, query_pl
 from pipelines.store import open_store
+from testkit.landing_rows import add_gpu_samples
 from tests.app_fixture import NODES, build_app_db, name_clusters
 from tests.app_helpers import no_errors, open_page, plotly_figures, values
 
@@ -51,10 +52,7 @@ NIC_SAMPLES = [
 @pytest.fixture
 def con(tmp_path: Path):
     connection = open_store(tmp_path / "fleet.duckdb")
-    connection.executemany(
-        "INSERT INTO gpu_samples VALUES ('c1', ?, 'n1', 0, 'GPU-0', ?, ?)",
-        [(t, NVLINK, v) for t, v in NVLINK_SAMPLES],
-    )
+    add_gpu_samples(connection, [("c1", t, "n1", 0, "GPU-0", NVLINK, v) for t, v in NVLINK_SAMPLES])
     connection.executemany(
         "INSERT INTO node_samples VALUES ('c1', ?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES
     )
@@ -114,15 +112,15 @@ def panel_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     con = duckdb.connect(str(db))
     expected, cluster = con.execute(
         "SELECT nic_expected, cluster FROM nodes WHERE node = ?", [PANEL_NODE]
-    ).fetchone()
+    ).fetchall()[0]
     if expected is None:
         con.execute("UPDATE nodes SET nic_expected = 4 WHERE node = ?", [PANEL_NODE])
         expected = 4
     # 36,000 MiB per 15 minutes = 40 MiB/s
-    con.executemany(
-        "INSERT INTO gpu_samples VALUES (?, ?, ?, 3, 'GPU-x', ?, ?)",
+    add_gpu_samples(
+        con,
         [
-            (cluster, T0 + timedelta(minutes=15 * i), PANEL_NODE, NVLINK, 36_000.0 * i)
+            (cluster, T0 + timedelta(minutes=15 * i), PANEL_NODE, 3, "GPU-x", NVLINK, 36_000.0 * i)
             for i in range(9)
         ],
     )

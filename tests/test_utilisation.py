@@ -25,6 +25,7 @@ from pipelines.compute import compute
 from pipelines.config import Settings
 from pipelines.sql import execute
 from pipelines.store import ensure_schema
+from testkit.landing_rows import insert_landing
 
 T0 = datetime(2026, 11, 23, tzinfo=UTC)
 MINUTES = 60
@@ -41,7 +42,7 @@ def _insert(con, table: str, rows: list[dict], cluster: str = "c1") -> None:
         frame = frame.with_columns(pl.lit(cluster).alias("cluster"))
     con.register("__rows", frame)
     columns = ", ".join(f'"{c}"' for c in frame.columns)
-    con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM __rows")
+    insert_landing(con, table, f"SELECT {columns} FROM __rows")
     con.unregister("__rows")
 
 

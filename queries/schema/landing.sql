@@ -25,15 +25,27 @@ CREATE TABLE IF NOT EXISTS node_conditions (
 );
 
 -- One DCGM field of one GPU at one scrape. `metric` is the DCGM field name.
-CREATE TABLE IF NOT EXISTS gpu_samples (
+-- Stored compactly (a week of a 4,096-GPU fleet is billions of samples): each series (cluster,
+-- node, gpu, uuid, metric) once in gpu_series, each sample as (ts, series id, value) in
+-- gpu_sample_values. The view gpu_samples has the contract's columns; read that.
+CREATE TABLE IF NOT EXISTS gpu_series (
+    series_id INTEGER NOT NULL,
     cluster   VARCHAR NOT NULL,
-    ts     TIMESTAMPTZ NOT NULL,
-    node   VARCHAR NOT NULL,
-    gpu    SMALLINT NOT NULL,       -- GPU index on the node
-    uuid   VARCHAR,
-    metric VARCHAR NOT NULL,
-    value  DOUBLE NOT NULL
+    node      VARCHAR NOT NULL,
+    gpu       SMALLINT NOT NULL,      -- GPU index on the node
+    uuid      VARCHAR,
+    metric    VARCHAR NOT NULL
 );
+
+CREATE TABLE IF NOT EXISTS gpu_sample_values (
+    ts        TIMESTAMPTZ NOT NULL,
+    series_id INTEGER NOT NULL,
+    value     DOUBLE NOT NULL
+);
+
+CREATE VIEW IF NOT EXISTS gpu_samples AS
+SELECT s.cluster, v.ts, s.node, s.gpu, s.uuid, s.metric, v.value
+FROM gpu_sample_values v JOIN gpu_series s USING (series_id);
 
 -- One DCGM field of one MIG instance at one scrape (dcgm-exporter's `GPU_I_ID`, `GPU_I_PROFILE`).
 -- Kept apart from gpu_samples so health, availability and the detectors read only whole-device

@@ -1,0 +1,15 @@
+-- gpu_series_add: give every series of the samples in `__gpu_samples_in` that gpu_series does not
+-- hold yet its id (the next integers, in the series' sort order so ids are the same whatever
+-- order a batch's rows came in). A series is (cluster, node, gpu, uuid, metric): a GPU swapped
+-- under the same index is a new series, so the view still shows each sample's own uuid.
+INSERT INTO gpu_series
+SELECT
+    (SELECT coalesce(max(series_id), 0) FROM gpu_series)
+        + row_number() OVER (ORDER BY cluster, node, gpu, metric, uuid NULLS FIRST),
+    cluster, node, gpu, uuid, metric
+FROM (SELECT DISTINCT cluster, node, gpu, uuid, metric FROM __gpu_samples_in) s
+WHERE NOT EXISTS (
+    SELECT 1 FROM gpu_series t
+    WHERE t.cluster = s.cluster AND t.node = s.node AND t.gpu = s.gpu AND t.metric = s.metric
+      AND t.uuid IS NOT DISTINCT FROM s.uuid
+)
