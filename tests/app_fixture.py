@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.config import Settings
+from pipelines.contract import STORAGE_TABLES
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
 from testkit.landing_rows import insert_landing
@@ -1092,15 +1093,23 @@ def copy_cluster(con, source: str, target: str) -> None:
     """Copy every row of cluster `source`, in every table with `cluster`, as cluster `target`: the
     same node names and job ids in two clusters."""
     tables = con.execute(
-        "SELECT DISTINCT table_name FROM duckdb_columns() WHERE schema_name = 'main' "
+        "SELECT DISTINCT table_name FROM duckdb_columns() JOIN duckdb_tables() USING "
+        "(database_name, schema_name, table_name) WHERE schema_name = 'main' "
         "AND column_name = 'cluster' ORDER BY 1"
     ).fetchall()
     for (table,) in tables:
+        if table in STORAGE_TABLES:
+            continue  # gpu_samples' storage: copied through the view below, with new series ids
         con.execute(
             f"INSERT INTO {table} SELECT * REPLACE (CAST(? AS VARCHAR) AS cluster) FROM {table} "
             "WHERE cluster = ?",
             [target, source],
         )
+    insert_landing(
+        con,
+        "gpu_samples",
+        f"SELECT * REPLACE ('{target}' AS cluster) FROM gpu_samples WHERE cluster = '{source}'",
+    )
 
 
 def _two_clusters(path: Path) -> Path:
