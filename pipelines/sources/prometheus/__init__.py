@@ -26,8 +26,8 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 
 The package, in the order of the data: `settings` (the `[prometheus]` section), `plan` (queries,
 chunks, PromQL), `client` (HTTP, retries, partial answers), `parse` (answers to columns, labels
-to nodes, GPUs and jobs), `load` (staging and the bookkeeping tables), `ingest` (one run) and
-`PrometheusSource` below (the `Source` the CLI runs).
+to nodes, GPUs and jobs), `landing` (series to landing rows), `load` (staging and the
+bookkeeping tables), `ingest` (one run) and `PrometheusSource` below (the `Source` the CLI runs).
 """
 
 from __future__ import annotations
