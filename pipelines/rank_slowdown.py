@@ -16,6 +16,8 @@ The U test is computed for every rank of an attempt from one ranking of all its 
 
 from __future__ import annotations
 
+from typing import cast
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -212,9 +214,10 @@ def stream_rank_tables(
     )
     parts: list[pl.DataFrame] = []
     episodes: list[pl.DataFrame] = []
-    pending = pl.from_arrow(reader.schema.empty_table())
+    # A table or a record batch converts to a DataFrame (polars types it as frame or series).
+    pending = cast(pl.DataFrame, pl.from_arrow(reader.schema.empty_table()))
     for batch in reader:
-        pending = pl.concat([pending, pl.from_arrow(batch)], how="vertical")
+        pending = pl.concat([pending, cast(pl.DataFrame, pl.from_arrow(batch))], how="vertical")
         last_job = pending["job_id"][-1]
         complete = pending.filter(pl.col("job_id") != last_job)
         pending = pending.filter(pl.col("job_id") == last_job)

@@ -14,24 +14,23 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import re
 import tempfile
 from dataclasses import dataclass, field
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
-from typing_extensions import TypeIs
 
+from pipelines import presentation
 from pipelines.compute import derived, require_tables
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
 from pipelines.fleet_names import SharedNames
 from pipelines.markdown import escape_markdown_cell
+from pipelines.presentation import NOT_AVAILABLE, change_in, in_unit
 from pipelines.sql import query_pl
 from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
 from pipelines.weeks import IsoWeek
@@ -182,60 +181,22 @@ def trend_rows(con: duckdb.DuckDBPyConnection, week: IsoWeek, cluster: str) -> p
 # ---------------------------------------------------------------- formatting
 
 
-def _missing(value: Any) -> TypeIs[None]:
-    # TypeIs: where it returns False the value is a number (NaN returns True too; callers then
-    # print "n/a" without reading it).
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def format_value(value: float | None, unit: str) -> str:
-    """A metric value as people read it: ratios in %, hours (and seconds) in hours with one decimal,
-    counts whole."""
-    if _missing(value):
-        return "n/a"
-    if unit == "ratio":
-        return f"{value * 100:.2f} %"
-    if unit == "hours":
-        return f"{value:,.1f} h"
-    if unit == "seconds":  # durations read in hours
-        return f"{value / 3600:,.1f} h"
-    if unit in ("attempts", "jobs"):
-        return f"{value:,.0f}"
-    return f"{value:,.1f}"
-
-
-def format_delta(value: float | None, unit: str) -> str:
-    """A week-over-week change: ratios in percentage points, others in their unit, signed."""
-    if _missing(value):
-        return "n/a"
-    if unit == "ratio":
-        return f"{value * 100:+.2f} pp"
-    if unit == "hours":
-        return f"{value:+,.1f} h"
-    if unit == "seconds":
-        return f"{value / 3600:+,.1f} h"
-    if unit in ("attempts", "jobs"):
-        return f"{value:+,.0f}"
-    return f"{value:+,.1f}"
-
-
+# Every number goes through pipelines.presentation, as on the dashboard; `n/a` when missing.
 def _ts(value: Any) -> str:
     """A timestamp in UTC, to the minute ("" when missing)."""
-    if _missing(value):
-        return ""
-    return (value.astimezone(UTC) if value.tzinfo else value).strftime("%Y-%m-%d %H:%M")
+    return presentation.timestamp(value, suffix="", missing="")
 
 
 def _gpu_h(value: float | None) -> str:
-    return "n/a" if _missing(value) else f"{value:,.1f}"
+    return presentation.number(value, missing=NOT_AVAILABLE)
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if _missing(value) else f"{value * 100:.2f} %"
+    return presentation.pct(value, missing=NOT_AVAILABLE)
 
 
 def _seconds(value: float | None) -> str:
-    return "n/a" if _missing(value) else f"{value:,.0f} s"
+    return presentation.seconds(value, missing=NOT_AVAILABLE)
 
 
 def _shorten(text: str, limit: int = 90) -> str:
@@ -258,9 +219,9 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
     summary = [
         [
             r["label"],
-            format_value(r["value"], r["unit"]),
-            format_value(r["previous"], r["unit"]),
-            format_delta(r["delta"], r["unit"]),
+            in_unit(r["value"], r["unit"]),
+            in_unit(r["previous"], r["unit"]),
+            change_in(r["delta"], r["unit"]),
         ]
         for r in report.summary.iter_rows(named=True)
     ]
@@ -336,7 +297,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
         [
             r["week"],
             "all" if r["cluster"] == ALL_CLUSTERS else r["cluster"],
-            *[format_value(r[column], unit) for column, _, unit in shown_trends],
+            *[in_unit(r[column], unit) for column, _, unit in shown_trends],
         ]
         for r in report.trends.iter_rows(named=True)
     ]
@@ -361,7 +322,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
             str(r["catches"]),
             str(r["escapes"]),
             str(r["placed_on_flagged"]),
-            format_value(r["median_lead_h"], "hours"),
+            in_unit(r["median_lead_h"], "hours"),
             _gpu_h(r["late_remediation_gpu_h"]),
         ]
         for r in report.escapes.iter_rows(named=True)
@@ -389,7 +350,7 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
             _gpu_h(r["straggler_gpu_h"]),
             _gpu_h(r["waiting_gpu_h"]),
             _pct(r["fleet_goodput_without"]),
-            format_delta(r["goodput_regained"], "ratio"),
+            change_in(r["goodput_regained"], "ratio"),
         ]
         for r in report.node_cost.iter_rows(named=True)
     ]

@@ -1,7 +1,8 @@
 """The one loader for `queries/*.sql`, shared by the CLI, the app and the notebooks.
 
-A query file is one statement with named parameters (`$start`, `$end`). Values are
-always bound as parameters, never formatted into the SQL text. Only the parameters
+A query file is one statement with named parameters (`$start`, `$end`); it may read another
+query as a subquery, `{{ app/goodput_stack }}`. Values are always bound as parameters, never
+formatted into the SQL text. Only the parameters
 a statement mentions are bound, so callers can pass one settings dict everywhere.
 """
 
@@ -30,13 +31,26 @@ def queries_dir() -> Path:
     raise GpufleetError("The `queries/` folder is missing.", "Reinstall gpufleet.")
 
 
+_INCLUDE = re.compile(r"\{\{\s*([\w/]+)\s*\}\}")
+"""`{{ app/goodput_stack }}` in a query: that query, as a subquery (one definition, read twice)."""
+
+
 @functools.cache
 def load_sql(name: str) -> str:
-    """The text of `queries/<name>.sql` (`name` may contain a subfolder: `derived/jobs`)."""
+    """The text of `queries/<name>.sql` (`name` may contain a subfolder: `derived/jobs`), each
+    `{{ other/query }}` in it replaced by that query in parentheses."""
+    return _load_sql(name, ())
+
+
+def _load_sql(name: str, including: tuple[str, ...]) -> str:
+    if name in including:
+        raise GpufleetError(f"Query `{name}` includes itself ({' -> '.join((*including, name))}).")
     path = queries_dir() / f"{name}.sql"
     if not path.is_file():
         raise GpufleetError(f"Query `{name}` does not exist ({path}).")
-    return path.read_text()
+    return _INCLUDE.sub(
+        lambda m: "(\n" + _load_sql(m.group(1), (*including, name)) + "\n)", path.read_text()
+    )
 
 
 def param_names(sql: str) -> set[str]:

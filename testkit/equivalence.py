@@ -14,13 +14,18 @@ import duckdb
 
 
 def table_rows(
-    con: duckdb.DuckDBPyConnection, table: str, ignore: Iterable[str] = ()
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    ignore: Iterable[str] = (),
+    where: str = "true",
+    params: dict[str, object] | None = None,
 ) -> list[tuple]:
-    """Every row of `table`, columns in name order (minus `ignore`), sorted."""
+    """The rows of `table` that match `where` (with named `params`), columns in name order
+    (minus `ignore`), sorted."""
     columns = sorted(d[0] for d in con.execute(f'SELECT * FROM "{table}" LIMIT 0').description)
     kept = [c for c in columns if c not in set(ignore)]
     select = ", ".join(f'"{c}"' for c in kept)
-    rows = con.execute(f'SELECT {select} FROM "{table}"').fetchall()
+    rows = con.execute(f'SELECT {select} FROM "{table}" WHERE {where}', params or {}).fetchall()
     return sorted(rows, key=_sort_key)
 
 
@@ -46,14 +51,18 @@ def table_differences(
     ignore: Iterable[str] = (),
 ) -> str | None:
     """None when `table` holds the same rows in both; else a short description of the first difference."""
-    a, b = table_rows(left, table, ignore), table_rows(right, table, ignore)
+    return rows_difference(table_rows(left, table, ignore), table_rows(right, table, ignore), table)
+
+
+def rows_difference(a: list[tuple], b: list[tuple], what: str) -> str | None:
+    """None when the sorted rows `a` and `b` are the same (floats to 1e-9); else the first difference."""
     if len(a) != len(b):
         extra_a = [r for r in a if r not in b][:3]
         extra_b = [r for r in b if r not in a][:3]
         return (
-            f"{table}: {len(a)} rows against {len(b)}; only left: {extra_a}; only right: {extra_b}"
+            f"{what}: {len(a)} rows against {len(b)}; only left: {extra_a}; only right: {extra_b}"
         )
     for x, y in zip(a, b, strict=True):
         if not same_value(x, y):
-            return f"{table}: {x} against {y}"
+            return f"{what}: {x} against {y}"
     return None

@@ -37,22 +37,22 @@ def backfill(frames: dict[str, pl.DataFrame], storage: Path, host_label: str = "
     text = storage.parent / f"{storage.name}.om.txt"
     samples = write_openmetrics(frames, text, host_label)
     # A week in hours: promtool 2.x reads a Go duration, which has no `d` unit.
-    subprocess.run(
-        [
-            PROMTOOL,
-            "tsdb",
-            "create-blocks-from",
-            "openmetrics",
-            "--max-block-duration=168h",
-            str(text),
-            str(storage),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600 + samples // 20_000,
-    )
+    create_blocks(text, storage, timeout_s=600 + samples // 20_000, max_block_duration="168h")
     text.unlink()
     return samples
+
+
+def create_blocks(
+    text: Path, storage: Path, timeout_s: float = 120, max_block_duration: str | None = None
+) -> None:
+    """TSDB blocks in `storage` from the OpenMetrics file `text` (`promtool tsdb create-blocks-from`)."""
+    duration = [f"--max-block-duration={max_block_duration}"] if max_block_duration else []
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", *duration, str(text), str(storage)],
+        check=True,
+        capture_output=True,
+        timeout=timeout_s,
+    )
 
 
 @dataclass(frozen=True)

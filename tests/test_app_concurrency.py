@@ -8,7 +8,6 @@ can keep the app out: then it shows the last numbers it read and names that prog
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpufleet_app.data import Reader
+from testkit.processes import holding, run_python
 from tests.app_fixture import build_app_db
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,14 +85,8 @@ def test_compute_runs_while_a_page_reads_and_the_app_shows_the_new_numbers(
     (landing / "maintenance.csv").write_text(
         f"node,start_ts,end_ts,reason\n{node},{start.isoformat()},{end.isoformat()},declared late\n"
     )
-    ingest = subprocess.run(
-        [sys.executable, "-m", "pipelines", "--db", str(db), "ingest", "files", str(landing)],
-        env=ENV,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    ingest = run_python(
+        ["-m", "pipelines", "--db", str(db), "ingest", "files", str(landing)], env=ENV, cwd=ROOT
     )
     assert ingest.returncode == 0, ingest.stderr
 
@@ -100,14 +94,8 @@ def test_compute_runs_while_a_page_reads_and_the_app_shows_the_new_numbers(
     reader = Reader(db)
     reader.connection()
     try:
-        compute = subprocess.run(
-            [sys.executable, "-m", "pipelines", "--db", str(db), "compute", "--force"],
-            env=ENV,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+        compute = run_python(
+            ["-m", "pipelines", "--db", str(db), "compute", "--force"], env=ENV, cwd=ROOT
         )
         assert compute.returncode == 0, compute.stderr
         after = node_availability_shown(node, week)  # a new page run, same process
@@ -129,16 +117,7 @@ def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file
     db: Path,
 ) -> None:
     before = availability_shown(run_overview())
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WRITE_LOCK, str(db)],
-        env=ENV,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with holding(HOLD_WRITE_LOCK, db, "locked", env=ENV, cwd=ROOT) as holder:
         at = run_overview()
         assert not at.error, [e.value for e in at.error]
         assert availability_shown(at) == before
@@ -149,10 +128,6 @@ def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file
             f"held open for writing by {sys.executable}" in i and f"(pid {holder.pid})" in i
             for i in shown
         ), shown
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.flush()
-        holder.wait(timeout=60)
     assert holder.returncode == 0
     # Writer gone: a fresh run reads the file again and the notice disappears.
     at = run_overview()
@@ -161,23 +136,10 @@ def test_app_keeps_serving_the_last_numbers_while_another_program_holds_the_file
 
 
 def test_a_page_that_was_never_read_says_to_reload_while_locked(db: Path) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WRITE_LOCK, str(db)],
-        env=ENV,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with holding(HOLD_WRITE_LOCK, db, "locked", env=ENV, cwd=ROOT):
         at = AppTest.from_file(str(APP), default_timeout=60)
         at.query_params["week"] = "2026-W01"  # parameters never read before: nothing cached
         at.run()  # bounded: READ_RETRIES lock retries, then the message
         assert not at.exception
         assert any(f"held open for writing by {sys.executable}" in e.value for e in at.error)
         assert any("Reload the page once it is closed" in m.value for m in at.markdown)
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.flush()
-        holder.wait(timeout=60)

@@ -12,12 +12,12 @@ import os
 import resource
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from testkit.processes import run_python
 from tests.conftest import require
 from tests.test_serving import ENV, ROOT, computed, gpufleet, landing, no_leftovers, one_error_line  # noqa: F401
 
@@ -196,13 +196,5 @@ def test_python_running_out_of_memory_is_one_line(db: Path) -> None:
         "sys.argv = ['gpufleet', '--db', sys.argv[1], 'compute', '--force']\n"
         "from pipelines.cli import main; main()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(db)],
-        env=ENV,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python(["-c", script, str(db)], env=ENV, cwd=ROOT)
     assert one_error_line(done).startswith("Error: Out of memory")

@@ -34,6 +34,7 @@ from pipelines.sources.prometheus import (
 )
 from pipelines.store import open_store, row_counts
 from pipelines.times import parse_time
+from testkit.equivalence import table_differences
 from testkit.prometheus_server import (
     OPENSSL,
     Certificates,
@@ -622,7 +623,7 @@ def test_tls_with_the_ca_in_requests_ca_bundle_lands_what_plain_http_lands(
         assert row_counts(via_https)["gpu_samples"] == fleet["gpu_samples"].height
         assert row_counts(via_https) == row_counts(via_http)
         for table in PROMETHEUS_TABLES:
-            assert _table_rows(via_https, table) == _table_rows(via_http, table), table
+            assert table_differences(via_https, via_http, table, NOT_CARRIED) is None
         assert not [w for w in report.warnings if "TLS" in w]
     finally:
         via_http.close()
@@ -702,9 +703,7 @@ def _documented_efa_mapping() -> dict[str, dict[str, str]]:
 def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp_path):
     """Series as the EFA node exporter's `amazonefa` collector names and labels them."""
     require(available(), "Prometheus (Debian package `prometheus`)")
-    import subprocess
-
-    from testkit.prometheus_server import PROMTOOL
+    from testkit.prometheus_server import create_blocks
 
     t0 = T0.timestamp()
     devices = ("rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27")
@@ -735,12 +734,7 @@ def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp
     text = tmp_path / "efa.om.txt"
     text.write_text("\n".join([*lines, "# EOF"]) + "\n")
     storage = tmp_path / "efa"
-    subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    create_blocks(text, storage)
     settings = PrometheusSettings.from_extra(
         {
             "prometheus": {
@@ -771,34 +765,6 @@ PROMETHEUS_TABLES = ("gpu_samples", "node_samples", "node_conditions", "gpu_even
 # quote them: `hardware_signal` says "AcceleratedHardwareReady=False (NvidiaXID79Error)"),
 # or that name the source. Every number must match.
 NOT_CARRIED = {"reason", "message", "source", "evidence", "hardware_signal"}
-
-
-def _table_rows(con, table: str) -> set[tuple]:
-    columns = [
-        r[0]
-        for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = $t ORDER BY ordinal_position",
-            {"t": table},
-        ).fetchall()
-        if r[0] not in NOT_CARRIED
-    ]
-    select = ", ".join(f'"{c}"' for c in columns)
-    return {
-        tuple(_hashable(v) for v in row)
-        for row in con.execute(f'SELECT {select} FROM "{table}"').fetchall()
-    }
-
-
-def _hashable(value):
-    # Sums of the same floats in another order differ in the last bits (DuckDB aggregates in
-    # parallel): compare to 1e-9, as the equivalence tests do.
-    if isinstance(value, float):
-        return round(value, 9)
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    return value
 
 
 @pytest.mark.integration
@@ -835,7 +801,7 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     with prometheus_server(storage) as srv:
         ingest_prometheus(via_prom, srv.url, start, end, PrometheusSettings(scrape_interval_s=60))
     for table in PROMETHEUS_TABLES:
-        assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+        assert table_differences(via_prom, direct, table, NOT_CARRIED) is None
     # Every derived table (metrics, anomalies) computed from either database is the same.
     landing_and_bookkeeping = set(landing) | {
         "load_log",
@@ -860,7 +826,7 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
             # reason text, e.g. `NvidiaXID79Error`, is not in kube-state-metrics): compare state runs.
             assert _state_runs(via_prom) == _state_runs(direct), table
             continue
-        assert _table_rows(via_prom, table) == _table_rows(direct, table), table
+        assert table_differences(via_prom, direct, table, NOT_CARRIED) is None
 
 
 def _state_runs(con) -> list[tuple]:
@@ -879,9 +845,7 @@ def _state_runs(con) -> list[tuple]:
 @pytest.mark.integration
 def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
     require(available(), "Prometheus (Debian package `prometheus`)")
-    import subprocess
-
-    from testkit.prometheus_server import PROMTOOL
+    from testkit.prometheus_server import create_blocks
 
     t0 = T0.timestamp()
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
@@ -894,12 +858,7 @@ def test_one_gpu_scraped_by_two_jobs_lands_once(con, tmp_path):
     text = tmp_path / "dup.om.txt"
     text.write_text("\n".join(lines) + "\n")
     storage = tmp_path / "dup"
-    subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    create_blocks(text, storage)
     with prometheus_server(storage) as srv:
         ingest_prometheus(
             con,
@@ -947,9 +906,7 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
     modelName, then the driver version, then the pod / hpc_job attributes). Instance series land
     in gpu_instance_samples, never in gpu_samples; the whole-device series of the same GPU does."""
     require(available(), "Prometheus (Debian package `prometheus`)")
-    import subprocess
-
-    from testkit.prometheus_server import PROMTOOL
+    from testkit.prometheus_server import create_blocks
 
     t0 = T0.timestamp()
     device = (
@@ -987,12 +944,7 @@ def test_mig_instance_series_land_with_their_instance_id_and_profile(con, tmp_pa
     text = tmp_path / "mig.om.txt"
     text.write_text("\n".join(lines) + "\n")
     storage = tmp_path / "mig"
-    subprocess.run(
-        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(text), str(storage)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    create_blocks(text, storage)
     settings = PrometheusSettings(
         gpu_metrics=["DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_GPU_TEMP"]
     )

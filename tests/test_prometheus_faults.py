@@ -25,11 +25,11 @@ from pipelines.errors import ConfigError, SourceError
 from pipelines.sources.prometheus import (
     PrometheusClient,
     PrometheusSettings,
-    _matrix,
     ingest_prometheus,
     read_incomplete,
     read_watermarks,
 )
+from pipelines.sources.prometheus import parse_matrix as _matrix
 from pipelines.store import row_counts
 from testkit.prometheus_server import available, backfill, free_port, prometheus_server
 from tests.conftest import require

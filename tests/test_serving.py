@@ -19,6 +19,7 @@ import pytest
 
 from pipelines.serving import WORK_SUFFIX, lock_path
 from pipelines.store import open_store
+from testkit.processes import holding, run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "300"}
@@ -44,24 +45,16 @@ print(json.dumps(look()), flush=True)
 def gpufleet(
     db: Path, *args: str, env: dict[str, str] | None = None, **kwargs
 ) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", "--db", str(db), *args],
-        env=env or ENV,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        **kwargs,
+    return run_python(
+        ["-m", "pipelines", "--db", str(db), *args], env=env or ENV, cwd=ROOT, **kwargs
     )
 
 
 @pytest.fixture(scope="module")
 def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("landing")
-    done = subprocess.run(
+    done = run_python(
         [
-            sys.executable,
             "-m",
             "pipelines",
             "simulate",
@@ -78,10 +71,6 @@ def landing(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         env=ENV,
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
     )
     assert done.returncode == 0, done.stderr
     return folder
@@ -223,16 +212,7 @@ with writer_lock(Path(sys.argv[1]).absolute(), "gpufleet ingest prometheus"):
 def test_every_writing_command_waits_for_the_lock_the_same_way_and_names_the_holder(
     db: Path, landing: Path, command: list[str]
 ) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WRITER_LOCK, str(db)],
-        env=ENV,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with holding(HOLD_WRITER_LOCK, db, "locked", env=ENV, cwd=ROOT, timeout_s=30) as holder:
         began = time.monotonic()
         done = gpufleet(
             db,
@@ -240,10 +220,6 @@ def test_every_writing_command_waits_for_the_lock_the_same_way_and_names_the_hol
             env={**ENV, "GPUFLEET_LOCK_WAIT_S": "1.5"},
         )
         waited = time.monotonic() - began
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.flush()
-        holder.wait(timeout=30)
     line = one_error_line(done)
     assert f"is being written by `gpufleet ingest prometheus` (pid {holder.pid}" in line
     assert "waited 2 s" in line
@@ -252,24 +228,11 @@ def test_every_writing_command_waits_for_the_lock_the_same_way_and_names_the_hol
 
 def test_a_program_holding_the_file_open_for_writing_is_named(db: Path, tmp_path: Path) -> None:
     hold = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.readline()"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", hold, str(db)],
-        env=ENV,
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "open"
+    with holding(hold, db, "open", env=ENV, cwd=ROOT, timeout_s=30) as holder:
         for args in (["compute", "--force"], ["report", "--week", "2026-W48"]):
             line = one_error_line(gpufleet(db, *args))
             assert f"is held open for writing by {sys.executable} -c import duckdb" in line
             assert f"(pid {holder.pid})" in line
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.flush()
-        holder.wait(timeout=30)
 
 
 @pytest.mark.parametrize(

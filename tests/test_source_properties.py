@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.sources.prometheus import _matrix, chunks
+from pipelines.sources.prometheus import chunks
+from pipelines.sources.prometheus import parse_matrix as _matrix
 from pipelines.sources.slurm import expand_nodelist
 
 

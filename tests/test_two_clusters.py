@@ -7,7 +7,6 @@ derived rows equal those of a database holding that cluster alone, and reloading
 
 from __future__ import annotations
 
-import math
 import subprocess
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from pipelines.errors import InputError
 from pipelines.simulate import SimulationConfig, simulate_to_dir
 from pipelines.sources.files import ingest_files
 from pipelines.store import open_store, row_counts
+from testkit.equivalence import rows_difference, table_rows
 from tests.conftest import require
 
 EAST, WEST = "east", "west"
@@ -100,23 +100,7 @@ def _rows(con: duckdb.DuckDBPyConnection, table: str, clusters: list[str]) -> li
     where = "cluster IN (SELECT unnest($c))"
     if table == "weekly_summary":
         where += " AND cluster <> '*'"
-    rows = con.execute(f"SELECT * FROM {table} WHERE {where}", {"c": clusters}).fetchall()
-    columns = [d[0] for d in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
-    order = sorted(range(len(columns)), key=lambda i: columns[i])
-    return sorted(
-        (tuple(row[i] for i in order) for row in rows),
-        key=lambda r: tuple(
-            (v is None, str(round(v, 6)) if isinstance(v, float) else str(v)) for v in r
-        ),
-    )
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return table_rows(con, table, where=where, params={"c": clusters})
 
 
 UTILISATION_TABLES = (
@@ -159,9 +143,7 @@ def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
             if table not in _derived_tables(alone[name]) or table in REFERENCE_TABLES:
                 continue
             mixed, single = _rows(both, table, clusters), _rows(alone[name], table, clusters)
-            assert len(mixed) == len(single), (name, table)
-            for x, y in zip(mixed, single, strict=True):
-                assert all(_same(a, b) for a, b in zip(x, y, strict=True)), (name, table, x, y)
+            assert rows_difference(mixed, single, table) is None, name
             checked += len(mixed)
     assert checked > 0
 
@@ -214,9 +196,7 @@ def test_each_clusters_utilisation_with_mig_equals_the_cluster_alone(mig_fleets,
     for cluster in ("c1", "c2"):
         mixed, single = _rows(both, table, [cluster]), _rows(mig_fleets[cluster], table, [cluster])
         assert mixed, (table, cluster)
-        assert len(mixed) == len(single), (table, cluster)
-        for x, y in zip(mixed, single, strict=True):
-            assert all(_same(a, b) for a, b in zip(x, y, strict=True)), (table, cluster, x, y)
+        assert rows_difference(mixed, single, table) is None, cluster
 
 
 def test_mig_instance_samples_keep_their_cluster_and_weekly_utilisation_adds_up(mig_fleets):

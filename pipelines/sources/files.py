@@ -90,7 +90,7 @@ def read_jsonl_as_text(path: Path) -> pl.DataFrame:
         else:
             if list in kinds:  # mixed: let validation name the line of the odd one out
                 data[column] = [json.dumps(v) if isinstance(v, list) else v for v in values]
-            schema[column] = pl.String
+            schema[column] = pl.String()
     frame = pl.DataFrame(data, schema=schema) if columns else pl.DataFrame()
     return frame.with_columns(pl.Series(ROW_COLUMN, lines, dtype=pl.UInt32))
 

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 import duckdb
 import polars as pl
@@ -76,7 +76,7 @@ def _condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
     return None
 
 
-def _true(c: dict[str, Any] | None) -> bool:
+def _true(c: dict[str, Any] | None) -> TypeGuard[dict[str, Any]]:
     return c is not None and str(c.get("status")) == "True"
 
 
@@ -253,7 +253,7 @@ def _pytorch_job(obj: dict[str, Any], user_label: str, pods: list[Pod]) -> tuple
                     "end_ts": first_end,
                     "state": "failed",
                     "exit_code": None,
-                    "reason": restarting.get("reason"),
+                    "reason": restarting.get("reason") if restarting else None,
                     "nodes": _attempt_nodes(pods, start, first_end, pinned),
                 }
             )
@@ -331,7 +331,9 @@ def parse_kube_jobs(
     if pods_text is not None:
         for job_id, more in parse_pods(_items(pods_text, pods_origin), pods_origin).items():
             pods.setdefault(job_id, []).extend(more)
-    jobs, attempts, skipped = [], [], 0
+    jobs: list[dict[str, Any]] = []
+    attempts: list[dict[str, Any]] = []
+    skipped = 0
     used: set[str] = set()
     for index, obj in enumerate(items, start=1):
         kind = obj.get("kind")

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import polars as pl
 
@@ -233,7 +233,8 @@ def _inventory_families(frames: dict[str, pl.DataFrame]) -> Iterator[str]:
     if not instants:
         return
     all_ts = pl.concat(instants)
-    points = sorted({all_ts.min(), all_ts.max()})
+    # A Datetime column's min and max are datetimes (polars types them as any Python value).
+    points = sorted({cast(datetime, all_ts.min()), cast(datetime, all_ts.max())})
     yield "# TYPE kube_node_info gauge"
     for row in nodes.iter_rows(named=True):
         labels = _labels([("cluster", row["cluster"]), ("node", row["node"])])

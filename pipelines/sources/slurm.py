@@ -106,7 +106,7 @@ def expand_nodelist(text: str) -> list[str]:
 
 
 def _expand_range(spec: str, whole: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for item in spec.split(","):
         match = re.fullmatch(r"(\d+)(?:-(\d+))?", item.strip())
         if not match:
@@ -220,8 +220,8 @@ def parse_sacct(text: str, origin: str = "<sacct>", delimiter: str = DELIMITER) 
             line=1,
             hint="Run sacct with --parsable2 and the --format given in docs/sources.md.",
         )
-    jobs: dict[str, _Job] = {}
-    last_attempt: dict[str, _Attempt] = {}
+    jobs: dict[tuple[str | None, str], _Job] = {}
+    last_attempt: dict[tuple[str | None, str], _Attempt] = {}
     for number, raw in enumerate(lines[1:], start=2):
         if not raw.strip():
             continue

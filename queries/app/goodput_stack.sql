@@ -3,6 +3,7 @@
 -- allocated; allocated = init + checkpoint + wasted + other + productive.
 -- goodput = productive GPU-h / allocated GPU-h (summed, never averaged).
 -- allocated_idle_gpu_h: the part of allocated the telemetry showed idle (not a level of the sums).
+-- report/goodput_stack reads these totals too (one aggregation for the dashboard and the report).
 SELECT
     CAST(sum(capacity_gpu_h) AS DOUBLE) AS capacity_gpu_h,
     CAST(sum(unavailable_gpu_h) AS DOUBLE) AS unavailable_gpu_h,
