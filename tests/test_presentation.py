@@ -71,10 +71,12 @@ def test_every_kpi_tile_is_a_metric_of_the_report(report_summary):
     assert {k.column for k in KPIS + ESCAPE_KPIS} <= set(report_summary)
 
 
-@pytest.mark.parametrize("kpi", KPIS + ESCAPE_KPIS, ids=lambda k: k.column)
+@pytest.mark.parametrize(
+    "kpi",
+    [k for k in KPIS + ESCAPE_KPIS if k.column not in DELIBERATELY_DIFFERENT],
+    ids=lambda k: k.column,
+)
 def test_tile_and_report_read_the_same_number_alike(kpi, report_summary):
-    if kpi.column in DELIBERATELY_DIFFERENT:
-        pytest.skip("shown in different units on purpose")
     row = report_summary[kpi.column]
     assert kpi.value(row["value"]) == presentation.in_unit(row["value"], row["unit"])
     assert kpi.value(row["previous"]) == presentation.in_unit(row["previous"], row["unit"])
