@@ -436,23 +436,22 @@ LOAD_HELP = (
 def migrate(ctx: typer.Context) -> None:
     """Upgrade an older database in place (any writing command also does it, the first time).
 
-    Adds `cluster` to every landing table: each record takes its node's cluster from `nodes`,
-    a job its attempts' nodes' (docs/operations.md "Upgrading a database").
+    Adds `cluster` to every landing table (each record takes its node's cluster from `nodes`,
+    a job its attempts' nodes') and stores GPU samples as series and values; the file is then
+    rewritten without the old tables' space (docs/operations.md "Upgrading a database").
     """
-    from pipelines.migrate import migrate_landing, tables_to_migrate
+    from pipelines.migrate import migrate_landing, pending_upgrades
     from pipelines.store import connect
 
     reader = connect(ctx.obj.db, read_only=True)
     try:
-        upgraded = tables_to_migrate(reader)
+        upgraded = pending_upgrades(reader)
     finally:
         reader.close()
     with _writing(ctx, "migrate", create=False) as session:
         migrate_landing(session.con)  # opening for writing has upgraded already; this makes sure
     if upgraded:
-        out.print(
-            f"Upgraded {', '.join(upgraded)}: every record has its cluster. Run `gpufleet compute` next."
-        )
+        out.print(f"Upgraded {', '.join(upgraded)}. Run `gpufleet compute` next.")
     else:
         out.print("Nothing to upgrade: the database has the current landing schema.")
 

@@ -49,6 +49,14 @@ def tables_to_migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [t for t in LANDING_TABLES if (cols := _columns(con, t)) and "cluster" not in cols]
 
 
+def pending_upgrades(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every landing table an upgrade would rebuild (reads only)."""
+    todo = tables_to_migrate(con)
+    if gpu_samples_to_compact(con) and "gpu_samples" not in todo:
+        todo.append("gpu_samples")
+    return todo
+
+
 def gpu_samples_to_compact(con: duckdb.DuckDBPyConnection) -> bool:
     """True when `gpu_samples` is still a table (stored before compact sample storage)."""
     kind = con.execute(

@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -249,6 +249,8 @@ class WriteSession:
     cloned_with: str | None = None
     clone_s: float = 0.0
     publish_s: float = 0.0
+    upgraded: list[str] = field(default_factory=list)
+    """Landing tables the open upgraded: the copy is then rewritten compactly before publishing."""
 
 
 @contextmanager
@@ -299,18 +301,39 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
                 ) from None
             session = WriteSession(con, db, copy, cloned_with=cloned_with, clone_s=clone_s)
             try:
-                _guarded(lambda: ensure_schema(con), db.parent)
+                session.upgraded = _guarded(lambda: ensure_schema(con), db.parent)
                 yield session
                 if session.publish:
                     _guarded(lambda: con.execute("CHECKPOINT"), db.parent)
             finally:
                 con.close()
+            if session.publish and session.upgraded:
+                _guarded(lambda: _rewrite_compactly(copy), db.parent)
             if session.publish:
                 began = time.perf_counter()
                 _guarded(lambda: _publish(copy, db), db.parent)
                 session.publish_s = time.perf_counter() - began
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _rewrite_compactly(copy: Path) -> None:
+    """Rewrite `copy` into a new file holding only live data, and put it in its place.
+
+    DuckDB reuses the blocks of dropped tables but never shrinks its file: after an upgrade
+    rebuilt the landing tables, the file would keep the old tables' size as free space.
+    """
+    fresh = copy.with_name(f"compact-{copy.name}")
+    con = duckdb.connect(str(fresh))
+    try:
+        con.execute("ATTACH ? AS upgraded (READ_ONLY)", [str(copy)])
+        (name,) = con.execute("SELECT current_database()").fetchall()[0]
+        con.execute(f'COPY FROM DATABASE upgraded TO "{name}"')
+        con.execute("DETACH upgraded")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    os.replace(fresh, copy)
 
 
 def _publish(copy: Path, db: Path) -> None:

@@ -92,13 +92,15 @@ def connect(
     return con
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the landing tables if they do not exist (idempotent); upgrade older ones in place."""
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Create the landing tables if they do not exist (idempotent); upgrade older ones in place.
+
+    Returns the landing tables upgraded (none for a current database)."""
     from pipelines.migrate import migrate_landing
 
     for statement in statements(load_sql("schema/landing")):
         con.execute(statement)
-    migrate_landing(con)
+    return migrate_landing(con)
 
 
 def open_store(path: str | Path, *, retries: int = 0) -> duckdb.DuckDBPyConnection:

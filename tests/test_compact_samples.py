@@ -7,6 +7,7 @@ swapped under one index stays two series; an older database of string rows upgra
 from __future__ import annotations
 
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -146,3 +147,50 @@ def test_a_database_of_string_rows_upgrades_to_series_and_values(tmp_path):
     again = open_store(path)
     assert again.execute("SELECT count(*) FROM load_log").fetchall() == [(1,)]
     assert stored(again) == before
+
+
+def test_gpufleet_migrate_upgrades_and_rewrites_the_file_without_the_old_rows(tmp_path):
+    old_schema = subprocess.run(
+        ["git", "show", "29cab93:queries/schema/landing.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
+    require(old_schema.returncode == 0, "commit 29cab93 in the git history")
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(old_schema.stdout)
+    # 2 clusters x 16 nodes x 8 GPUs x 4 fields x 600 scrapes: 614,400 samples of 1,024 series.
+    con.execute(
+        "INSERT INTO gpu_samples SELECT 'cluster-' || (i // 4) % 2, TIMESTAMPTZ "
+        "'2026-11-23 00:00:00+00' + to_minutes(i // 1024), 'node-' || (i // 64) % 16, "
+        "(i // 8) % 8, 'GPU-' || (i // 4) % 256, 'DCGM_FI_FIELD_' || i % 4, (i % 97)::DOUBLE "
+        "FROM range(614400) r(i)"
+    )
+    before = con.execute(
+        "SELECT count(*), sum(value), count(DISTINCT (cluster, node, gpu, metric)) FROM gpu_samples"
+    ).fetchall()
+    con.close()
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines", "--db", str(path), "migrate"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Upgraded gpu_samples" in done.stdout
+    con = duckdb.connect(str(path), read_only=True)
+    assert (
+        con.execute(
+            "SELECT count(*), sum(value), count(DISTINCT (cluster, node, gpu, metric)) FROM gpu_samples"
+        ).fetchall()
+        == before
+    )
+    assert before[0][2] == 1024
+    assert con.execute("SELECT count(*) FROM gpu_series").fetchall() == [(1024,)]
+    # Rewritten, not just converted: no block of the dropped string rows is left as free space.
+    assert con.execute("SELECT free_blocks FROM pragma_database_size()").fetchall() == [(0,)]
+    con.close()
