@@ -151,16 +151,16 @@ def test_job_utilisation_measures_each_workload_as_the_truth_says(sim_con):
 def test_idle_allocated_gpu_hours_are_the_truths_and_nothing_else(sim_con):
     """The simulated fleet's other jobs keep their GPUs busy: every idle allocated GPU-hour is a
     utilisation workload's."""
-    total = sim_con.execute("SELECT sum(idle_gpu_h) FROM job_utilisation").fetchone()[0]
+    total = sim_con.execute("SELECT sum(idle_gpu_h) FROM job_utilisation").fetchall()[0][0]
     exact, light_h = sim_con.execute(
         "SELECT sum(idle_gpu_h) FILTER (WHERE idle_exact), "
         "sum(gpu_h) FILTER (WHERE NOT idle_exact) FROM utilisation_truth"
-    ).fetchone()
+    ).fetchall()[0]
     assert exact > 0
     assert exact - EXACT <= total <= exact + LIGHT_IDLE_TOLERANCE * light_h
     weekly = sim_con.execute(
         "SELECT sum(idle_gpu_h) FROM team_utilisation_weekly WHERE week = '2026-W48'"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     assert weekly == pytest.approx(total, abs=EXACT)
 
 
@@ -205,5 +205,5 @@ def test_the_utilisation_workloads_raise_no_findings(sim_con):
         "              WHERE t.gpu_i_id IS NULL AND t.node = a.node "
         "                AND a.start_ts < j.end_ts AND coalesce(a.end_ts, j.end_ts) > j.start_ts)",
     )
-    assert sim_con.execute("SELECT count(*) FROM anomalies").fetchone()[0] > 0
+    assert sim_con.execute("SELECT count(*) FROM anomalies").fetchall()[0][0] > 0
     assert on_workloads == []

@@ -9,9 +9,9 @@
   The device keeps its health fields in `gpu_samples`; utilisation, memory and tensor activity
   are per instance (`telemetry.PER_INSTANCE_ON_MIG`).
 - Whole-node jobs that under-use their GPUs, chosen after scheduling among finished, fault-free
-  8-GPU batch jobs (per cluster and ISO week, one of each): `one_of_eight` keeps one GPU busy and
-  seven idle; `light_inference` runs every GPU at ~12 % with 8 GiB of memory, which fits a
-  `2g` profile.
+  8-GPU batch jobs (per cluster and ISO week, one of each): `light_inference` (the longest
+  candidate) runs every GPU at ~12 % with 8 GiB of memory, which fits a `2g` profile;
+  `one_of_eight` (any other) keeps one GPU busy and seven idle.
 - `utilisation_truth`: per workload and ISO week, the GPU-hours telemetry measures, the idle
   allocated GPU-hours, the MIG profile `mig_packing` should recommend and the GPUs it frees.
 """
@@ -237,10 +237,12 @@ def _plan_underuse(
     rng = rng_for(cfg, 32)
     chosen: list[Underuse] = []
     for key in sorted(candidates):
-        pool = candidates[key]
-        picks = rng.choice(len(pool), size=min(2, len(pool)), replace=False)
+        # Light inference: the longest candidate (a serving job runs for hours); the job that
+        # holds eight GPUs and uses one: any other.
+        pool = sorted(candidates[key], key=lambda a: (a.start_s - (a.end_s or 0.0), a.job.index))
+        picks = [0] + ([1 + int(rng.integers(len(pool) - 1))] if len(pool) > 1 else [])
         for kind, i in zip(("light_inference", "one_of_eight"), picks, strict=False):
-            a = pool[int(i)]
+            a = pool[i]
             job = a.job
             if kind == "one_of_eight":
                 job.gpu_util = (BUSY_UTIL,) + (0,) * (GPUS_PER_NODE - 1)
@@ -285,21 +287,28 @@ def instance_samples(
     metric_idx = np.broadcast_to(np.arange(k)[None, None, :], mask.shape)[mask]
     start_us = int(cfg.start.timestamp()) * 1_000_000
     inst = plan.instances
+
+    def per_instance(values: list, type_: pa.DataType) -> pa.Array:
+        """A column that repeats one value per instance: dictionary-encoded, then plain."""
+        return pa.DictionaryArray.from_arrays(
+            pa.array(inst_idx.astype(np.int32)), pa.array(values, type_)
+        ).cast(type_)
+
     return pa.table(
         {
             "ts": pa.array(
                 start_us + step_idx.astype(np.int64) * INSTANCE_SAMPLE_S * 1_000_000,
                 pa.timestamp("us", tz="UTC"),
             ),
-            "node": pa.array([fleet.names[inst[i].node] for i in inst_idx], pa.string()),
-            "gpu": pa.array(np.array([inst[i].gpu for i in range(n_inst)])[inst_idx], pa.int16()),
-            "uuid": pa.array([fleet.uuids[gpu_of[i]] for i in inst_idx], pa.string()),
-            "gpu_i_id": pa.array(
-                np.array([i.gpu_i_id for i in inst])[inst_idx].astype(np.int16), pa.int16()
-            ),
-            "gpu_i_profile": pa.array([inst[i].profile.name for i in inst_idx], pa.string()),
-            "job_id": pa.array([inst[i].job_id for i in inst_idx], pa.string()),
-            "metric": pa.array([INSTANCE_METRICS[m] for m in metric_idx], pa.string()),
+            "node": per_instance([fleet.names[i.node] for i in inst], pa.string()),
+            "gpu": pa.array(np.array([i.gpu for i in inst], np.int16)[inst_idx]),
+            "uuid": per_instance([fleet.uuids[g] for g in gpu_of], pa.string()),
+            "gpu_i_id": pa.array(np.array([i.gpu_i_id for i in inst], np.int16)[inst_idx]),
+            "gpu_i_profile": per_instance([i.profile.name for i in inst], pa.string()),
+            "job_id": per_instance([i.job_id for i in inst], pa.string()),
+            "metric": pa.DictionaryArray.from_arrays(
+                pa.array(metric_idx.astype(np.int32)), pa.array(INSTANCE_METRICS)
+            ).cast(pa.string()),
             "value": pa.array(values[mask], pa.float64()),
         }
     )
@@ -336,14 +345,16 @@ def utilisation_truth(
     telemetry noise may put a few windows under the idle threshold (light inference at ~12 %)."""
     rows: list[dict] = []
     steps = plan.activity.shape[0]
-    week_of_step = [_week(cfg, s * INSTANCE_SAMPLE_S) for s in range(steps)]
+    # A sample counts in the ISO week it starts in: the week changes at most once every 2016 steps.
+    week_of_step = np.array([_week(cfg, s * INSTANCE_SAMPLE_S) for s in range(steps)])
+    weeks = sorted(set(week_of_step.tolist()))
     minute = np.arange(steps) * (INSTANCE_SAMPLE_S // SCRAPE_S)
     window_h = INSTANCE_SAMPLE_S / 3600.0
     for j, inst in enumerate(plan.instances):
         seen = present[minute, inst.node * GPUS_PER_NODE + inst.gpu]
         share = inst.profile.gpu_share
-        for week in sorted(set(week_of_step)):
-            in_week = seen & (np.array(week_of_step) == week)
+        for week in weeks:
+            in_week = seen & (week_of_step == week)
             gpu_h = float(in_week.sum()) * window_h * share
             idle_h = float((in_week & (plan.activity[:, j] < 0.05)).sum()) * window_h * share
             rows.append(
