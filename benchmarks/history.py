@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> Path:
             "1",
             "--start",
             first.date().isoformat(),
+            "--no-inference",  # the fleet the recorded numbers were measured on
             "--out",
             str(landing),
         ],

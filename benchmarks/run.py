@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> Path:
                     "1",
                     "--start",
                     WEEK_START,
+                    # The fleet the recorded numbers were measured on (docs/performance.md).
+                    "--no-inference",
                     "--out",
                     str(data),
                 ],

@@ -430,6 +430,10 @@ LOAD_HELP = (
     "Share of the default offered work, above 0 and at most 1 (below ~0.7 the queues stay short "
     "over weeks; at 1 they grow)."
 )
+INFERENCE_HELP = (
+    "Add the utilisation workloads: per cluster a MIG-partitioned node serving light inference, "
+    "and whole-node jobs that under-use their GPUs, with `utilisation_truth.parquet`."
+)
 
 
 @app.command()
@@ -480,6 +484,7 @@ def simulate(
             "as another cluster, same node names and job ids."
         ),
     ] = "",
+    inference: Annotated[bool, typer.Option(help=INFERENCE_HELP)] = True,
 ) -> None:
     """Simulate a realistic fleet with injected faults and a ground-truth file."""
     from pipelines.simulate import SimulationConfig, simulate_to_dir
@@ -492,6 +497,7 @@ def simulate(
         faults=faults,
         load=load,
         cluster_prefix=cluster_prefix,
+        inference=inference,
     )
     with console.status(f"Simulating {nodes} nodes x {days} days ..."):
         summary = simulate_to_dir(cfg, out_dir)
@@ -654,6 +660,7 @@ def demo(
     # Below what the simulator's scheduler can serve, so no queue builds up over the three weeks
     # and the weekly ETTR, waits and deltas stay level (at 1 the ETTR fell 40 % -> 32 % -> 10 %).
     load: Annotated[float, typer.Option(help=LOAD_HELP)] = 0.5,
+    inference: Annotated[bool, typer.Option(help=INFERENCE_HELP)] = True,
     data: Annotated[Path, typer.Option(help="Folder for the simulated landing files.")] = Path(
         "demo-data"
     ),
@@ -671,7 +678,10 @@ def demo(
     db = ctx.obj.db
     fleet = f"{nodes} nodes x {days} days"
     with _stage(f"Simulated {fleet} into {escape(str(data))}", f"Simulating {fleet} ..."):
-        simulate_to_dir(SimulationConfig.create(nodes=nodes, days=days, seed=seed, load=load), data)
+        cfg = SimulationConfig.create(
+            nodes=nodes, days=days, seed=seed, load=load, inference=inference
+        )
+        simulate_to_dir(cfg, data)
     with _writing(ctx, "demo", create=True) as session:
         with _stage(f"Loaded {escape(str(data))} into {escape(str(db))}", "Loading ..."):
             ingest_files(session.con, data)

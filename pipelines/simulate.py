@@ -28,6 +28,10 @@ exactly the landing tables of `queries/schema/landing.sql` (plus `ground_truth`)
   gpu, uuid, job_id, rank, start_ts, end_ts, expected_effect). Kinds of the default
   plan (`pipelines.simulator.model.DEFAULT_FAULT_PLAN`): xid79_fell_off_bus, ecc_dbe,
   thermal_throttle, nic_links_down, telemetry_gap, condition_flap, crash_loop, preemption.
+- With `SimulationConfig.inference`: `gpu_instance_samples` of one MIG-partitioned inference
+  node per cluster, a few whole-node jobs that under-use their GPUs, and `utilisation_truth`
+  (per workload and ISO week: GPU-hours, idle allocated GPU-hours, the MIG profile packing
+  should recommend and the GPUs it frees; `pipelines.simulator.inference`).
 
 Deterministic per (seed, start, nodes, days).
 """

@@ -155,9 +155,10 @@ def _duckdb_types(con, sql: str) -> list[tuple[str, str]]:
 
 def test_parquet_files_have_the_landing_types(tmp_path, con):
     counts = simulate_to_dir(
-        SimulationConfig.create(nodes=4, days=1, seed=2, start=START), tmp_path
+        SimulationConfig.create(nodes=4, days=1, seed=2, start=START, inference=True), tmp_path
     )
-    assert set(counts) == {*LANDING_TABLES, "ground_truth"}
+    assert set(counts) == {*LANDING_TABLES, "ground_truth", "utilisation_truth"}
+    assert counts["gpu_instance_samples"] > 0  # a MIG node per cluster
     for table in LANDING_TABLES:
         landing = _duckdb_types(con, table)
         written = _duckdb_types(con, f"SELECT * FROM read_parquet('{tmp_path / table}.parquet')")

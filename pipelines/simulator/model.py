@@ -76,6 +76,10 @@ class SimulationConfig:
     cluster_prefix: str = ""
     """Prefixed to every cluster name (`east` -> `east-train-use1-a`): the same fleet simulated
     as another cluster, with the same node names and job ids."""
+    inference: bool = False
+    """Add the utilisation workloads (`pipelines.simulator.inference`): one MIG-partitioned node
+    per cluster serving light inference, and a few whole-node jobs that under-use their GPUs.
+    Off, the fleet is the one every detection scenario was built on."""
 
     @classmethod
     def create(
@@ -87,6 +91,7 @@ class SimulationConfig:
         faults: str = "default",
         load: float = 1.0,
         cluster_prefix: str = "",
+        inference: bool = False,
     ) -> SimulationConfig:
         if nodes < 1 or nodes > 4096:
             raise ConfigError(f"Cannot simulate {nodes} nodes.", "Pass --nodes between 1 and 4096.")
@@ -106,6 +111,7 @@ class SimulationConfig:
             faults=faults,
             load=load,
             cluster_prefix=cluster_prefix,
+            inference=inference,
         )
 
     def cluster_name(self, index: int) -> str:
@@ -137,10 +143,17 @@ class Fleet:
     cluster: np.ndarray  # int index into CLUSTERS, per node
     train: np.ndarray  # bool per node: in the partition for multi-node training
     uuids: list[str]  # per GPU
+    mig: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """bool per node: its GPUs are MIG-partitioned for inference (no scheduler jobs, no faults)."""
 
     @property
     def n(self) -> int:
         return len(self.names)
+
+    @property
+    def batch(self) -> np.ndarray:
+        """bool per node: in the partition of 1-GPU and whole-node jobs."""
+        return ~self.train & ~self.mig
 
 
 def build_fleet(cfg: SimulationConfig) -> Fleet:
@@ -160,7 +173,14 @@ def build_fleet(cfg: SimulationConfig) -> Fleet:
     for row in raw:
         h = bytes(row).hex()
         uuids.append(f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}")
-    return Fleet(names=names, cluster=cluster, train=train, uuids=uuids)
+    mig = np.zeros(cfg.nodes, dtype=bool)
+    if cfg.inference:
+        for c in (0, 1):
+            rest = np.flatnonzero((cluster == c) & ~train)
+            if len(rest) >= 2:
+                # The cluster's last node serves inference on MIG instances; the others keep batch work.
+                mig[rest[-1]] = True
+    return Fleet(names=names, cluster=cluster, train=train, uuids=uuids, mig=mig)
 
 
 @dataclass
@@ -180,6 +200,7 @@ class Job:
     duration_s: float  # planned run time (gpu1/node jobs)
     util: int  # GPU_UTIL level while it runs
     fb_pct: int  # framebuffer used, percent of 80 GiB
+    gpu_util: tuple[int, ...] | None = None  # per GPU of the job, when they differ (0 = unused)
     n_steps: int = 0
     base_s: float = 0.0
     save_every: int = 0
@@ -222,7 +243,7 @@ def build_jobs(cfg: SimulationConfig, fleet: Fleet) -> list[Job]:
     outcome_p /= outcome_p.sum()
     for c in (0, 1):
         train_nodes = int(np.sum((fleet.cluster == c) & fleet.train))
-        batch_nodes = int(np.sum((fleet.cluster == c) & ~fleet.train))
+        batch_nodes = int(np.sum((fleet.cluster == c) & fleet.batch))
         if train_nodes >= 2:
             budget = (
                 0.72 * cfg.load * train_nodes * horizon
@@ -384,7 +405,8 @@ class FaultContext:
         self.horizon = float(cfg.horizon_s)
         order = self.rng.permutation(fleet.n)
         self._train_free = [int(i) for i in order if fleet.train[i]]
-        self._other_free = [int(i) for i in order if not fleet.train[i]]
+        # MIG inference nodes take no faults: their ground truth is the utilisation truth alone.
+        self._other_free = [int(i) for i in order if fleet.batch[i]]
         self._used_jobs: set[int] = set()
 
     def node(self, train: bool = True) -> int:
@@ -395,6 +417,9 @@ class FaultContext:
         for pool in pools:
             if pool:
                 return pool.pop(0)
+        if self.fleet.mig.any():
+            others = np.flatnonzero(~self.fleet.mig)
+            return int(others[self.rng.integers(len(others))])
         return int(self.rng.integers(self.fleet.n))
 
     def at(self, lo: float, hi: float) -> float:

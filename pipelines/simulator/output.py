@@ -17,6 +17,14 @@ import pyarrow.parquet as pq
 
 from pipelines.contract import LANDING_TABLES
 from pipelines.errors import GpufleetError
+from pipelines.simulator.inference import (
+    TRUTH_SCHEMA,
+    InferencePlan,
+    instance_samples,
+    mig_gpu_util,
+    plan_inference,
+    utilisation_truth,
+)
 from pipelines.simulator.model import (
     CLUSTERS,
     GPUS_PER_NODE,
@@ -166,8 +174,10 @@ _SCHEMAS: dict[str, pa.Schema] = {
             ("expected_effect", STR),
         ]
     ),
+    "utilisation_truth": TRUTH_SCHEMA,
 }
-OUTPUT_TABLES: tuple[str, ...] = (*LANDING_TABLES, "ground_truth")
+OUTPUT_TABLES: tuple[str, ...] = (*LANDING_TABLES, "ground_truth", "utilisation_truth")
+TRUTH_TABLES = ("ground_truth", "utilisation_truth")
 
 
 @dataclass
@@ -178,6 +188,7 @@ class Simulation:
     faults: list[Fault]
     attempts: list[Attempt]
     state: State
+    inference: InferencePlan | None = None
 
 
 def run(cfg: SimulationConfig) -> Simulation:
@@ -187,9 +198,13 @@ def run(cfg: SimulationConfig) -> Simulation:
     effects, faults = plan_faults(cfg, fleet, jobs)
     attempts = Scheduler(cfg, fleet, jobs, effects).run()
     _attribute_faults(cfg, faults, attempts, effects)
-    return Simulation(
-        cfg, fleet, effects, faults, attempts, build_state(cfg, fleet, attempts, effects)
-    )
+    # After scheduling: the utilisation workloads change what jobs do on their GPUs, never where
+    # or when they run.
+    plan = plan_inference(cfg, fleet, attempts, effects, faults) if cfg.inference else None
+    state = build_state(cfg, fleet, attempts, effects)
+    if plan is not None and fleet.mig.any():
+        state.util[:, np.repeat(fleet.mig, GPUS_PER_NODE)] = mig_gpu_util(cfg, fleet, plan)
+    return Simulation(cfg, fleet, effects, faults, attempts, state, plan)
 
 
 def _attribute_faults(
@@ -250,7 +265,7 @@ def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
 # Every table but ground truth carries the record's cluster first (SPEC "Fleet-wide identity").
 SCHEMAS: dict[str, pa.Schema] = {
     name: schema
-    if "cluster" in schema.names or name == "ground_truth"
+    if "cluster" in schema.names or name in TRUTH_TABLES
     else schema.insert(0, pa.field("cluster", STR))
     for name, schema in _SCHEMAS.items()
 }
@@ -358,8 +373,19 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
         },
         schema=_SCHEMAS["jobs"],
     )
-    # The simulated fleet partitions no GPU with MIG yet: the table is written, empty.
-    out["gpu_instance_samples"] = _SCHEMAS["gpu_instance_samples"].empty_table()
+    plan = sim.inference
+    out["gpu_instance_samples"] = (
+        _SCHEMAS["gpu_instance_samples"].empty_table()
+        if plan is None or not plan.instances
+        else instance_samples(cfg, fleet, plan, sim.state.present).cast(
+            _SCHEMAS["gpu_instance_samples"]
+        )
+    )
+    out["utilisation_truth"] = (
+        TRUTH_SCHEMA.empty_table()
+        if plan is None
+        else utilisation_truth(cfg, fleet, plan, sim.state.present)
+    )
     gt = sim.faults
     out["ground_truth"] = pa.table(
         {
@@ -382,7 +408,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
     )
     job_cluster = {a.job.job_id: cfg.cluster_name(a.job.cluster) for a in atts}
     for name, table in out.items():
-        if name in ("ground_truth", "nodes"):
+        if name in (*TRUTH_TABLES, "nodes"):
             continue
         # A MIG instance's `job_id` is a label on its series: the instance takes its node's cluster.
         if "job_id" in table.column_names and name != "gpu_instance_samples":

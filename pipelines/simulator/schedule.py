@@ -2,7 +2,7 @@
 
 Requests (first attempts at submit, restarts after a recovery gap) are placed in
 ready-time order on the earliest free resources: multi-node and 8-GPU jobs take
-whole nodes, 1-GPU jobs one GPU. Planned maintenance is avoided; a node under
+whole nodes, 1-GPU jobs one GPU. MIG inference nodes take no scheduler jobs. Planned maintenance is avoided; a node under
 repair takes no new work. A hard fault (XID 79, ECC DBE) ends every attempt
 running where it strikes, at the instant it strikes.
 """
@@ -153,9 +153,9 @@ class Scheduler:
         fl = self.fleet
         if job.kind == "gpu1":
             if job.cluster not in self._gpu1_slots:
-                cand_nodes = np.flatnonzero(~fl.train & (fl.cluster == job.cluster))
+                cand_nodes = np.flatnonzero(fl.batch & (fl.cluster == job.cluster))
                 if len(cand_nodes) == 0:
-                    cand_nodes = np.flatnonzero(fl.cluster == job.cluster)
+                    cand_nodes = np.flatnonzero(~fl.mig & (fl.cluster == job.cluster))
                 self._gpu1_slots[job.cluster] = (
                     np.repeat(cand_nodes, GPUS_PER_NODE),
                     np.tile(np.arange(GPUS_PER_NODE), len(cand_nodes)),
@@ -166,10 +166,10 @@ class Scheduler:
             i = int(np.argmin(e))
             node, gpu = int(g_nodes[i]), int(g_idx[i])
             return float(e[i]), [node], [node * GPUS_PER_NODE + gpu]
-        pool = fl.train if job.kind == "multi" else ~fl.train
+        pool = fl.train if job.kind == "multi" else fl.batch
         cand = np.flatnonzero(pool & (fl.cluster == job.cluster))
         if len(cand) < job.n_nodes:
-            cand = np.flatnonzero(fl.cluster == job.cluster)
+            cand = np.flatnonzero(~fl.mig & (fl.cluster == job.cluster))
         e = np.maximum(ready, self.free_at[cand].max(axis=1))
         e = self._unblock(cand, e, d)
         for _ in range(10):

@@ -48,6 +48,11 @@ CONDITIONS: tuple[str, ...] = (
     "Unschedulable",
 )
 COUNTERS = (7, 8, 9, 10)  # indices of GPU_METRICS that only grow (reset on reboot)
+# A MIG-partitioned GPU reports these per instance (gpu_instance_samples), not for the device.
+PER_INSTANCE_ON_MIG = tuple(
+    GPU_METRICS.index(m)
+    for m in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+)
 FB_TOTAL_MIB = 81559
 MEM_CLOCK_MHZ = (2619, 3201)  # per cluster (H100, H200)
 PEAK_POWER_W = (690.0, 695.0)
@@ -97,7 +102,7 @@ def build_state(
     fb = np.zeros((T, G), dtype=np.uint8)
     for a in attempts:
         sl = minute_range(a.start_s, cfg.horizon_s if a.end_s is None else a.end_s, T)
-        util[sl, a.gpus] = a.job.util
+        util[sl, a.gpus] = a.job.util if a.job.gpu_util is None else a.job.gpu_util
         fb[sl, a.gpus] = a.job.fb_pct
     present = np.ones((T, G), dtype=bool)
     node_present = np.ones((T, N), dtype=bool)
@@ -250,6 +255,12 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
     carry[0] = rng0 = np.random.default_rng([cfg.seed, 11]).integers(0, 40, G)
     carry[1] = rng0 * 1e7
     gpu_cols = lambda node: slice(node * GPUS_PER_NODE, (node + 1) * GPUS_PER_NODE)
+    mig_fields = None  # (1, G, K): the device fields a MIG-partitioned GPU does not report
+    if fleet.mig.any():
+        mig_fields = np.zeros((1, G, K), dtype=bool)
+        mig_fields[0, np.repeat(fleet.mig, GPUS_PER_NODE)] = np.isin(
+            np.arange(K), PER_INSTANCE_ON_MIG
+        )
     for ci, m0 in enumerate(range(0, T, step)):
         m1 = min(T, m0 + step)
         M = m1 - m0
@@ -298,6 +309,8 @@ def gpu_sample_chunks(cfg: SimulationConfig, fleet: Fleet, st: State) -> Iterato
         gpu_idx = np.broadcast_to(np.arange(G)[None, :, None], (M, G, K))
         metric_idx = np.broadcast_to(np.arange(K)[None, None, :], (M, G, K))
         mask = None if present.all() else np.broadcast_to(present[:, :, None], (M, G, K))
+        if mig_fields is not None:
+            mask = present[:, :, None] & ~mig_fields
         gpus = _pick(gpu_idx, mask)
         yield pa.table(
             {
