@@ -535,12 +535,13 @@ def insert_gpu_samples(con: duckdb.DuckDBPyConnection, rows: str) -> int:
     Keys must be new (the caller's anti-join); each series' strings are stored once
     (queries/schema/landing.sql). Returns the samples stored.
     """
+    # Dropped on success only: no statement may run in a transaction a failure aborted (it would
+    # hide the real error), and the rollback removes the view with everything else.
     con.execute(f"CREATE OR REPLACE TEMP VIEW __gpu_samples_in AS {rows}")
-    try:
-        con.execute(load_sql("store/gpu_series_add"))
-        return con.execute(load_sql("store/gpu_samples_add")).fetchall()[0][0]
-    finally:
-        con.execute("DROP VIEW IF EXISTS temp.main.__gpu_samples_in")
+    con.execute(load_sql("store/gpu_series_add"))
+    stored = con.execute(load_sql("store/gpu_samples_add")).fetchall()[0][0]
+    con.execute("DROP VIEW temp.main.__gpu_samples_in")
+    return stored
 
 
 @contextmanager
