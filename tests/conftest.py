@@ -4,8 +4,10 @@ and the CI rule that nothing skips."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from pipelines.store import open_store
@@ -53,3 +55,18 @@ def use_db(app_db: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The app reads `app_db` (a module may override `app_db` with a database of its own)."""
     monkeypatch.setenv("GPUFLEET_DB", str(app_db))
     return app_db
+
+
+def database_of_schema_at(commit: str, path: Path) -> duckdb.DuckDBPyConnection:
+    """A new database at `path` with the landing schema of an older commit (for upgrade tests)."""
+    old_schema = subprocess.run(
+        ["git", "show", f"{commit}:queries/schema/landing.sql"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).parent,
+    )
+    require(old_schema.returncode == 0, f"commit {commit} in the git history")
+    con = duckdb.connect(str(path))
+    con.execute(old_schema.stdout)
+    return con

@@ -18,8 +18,11 @@ import pytest
 from pipelines.errors import InputError
 from pipelines.sources.files import ingest_files
 from pipelines.store import open_store, table_columns
-from tests.conftest import require
+from testkit.landing_rows import GPU_SAMPLE_SCHEMA
+from tests.conftest import database_of_schema_at
 
+STRING_ROWS_SCHEMA = "29cab93"
+"""The last commit whose gpu_samples was a table of string rows."""
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 TEMP = "DCGM_FI_DEV_GPU_TEMP"
 
@@ -40,19 +43,7 @@ ROWS = [
 
 
 def frame(rows) -> pl.DataFrame:
-    return pl.DataFrame(
-        list(rows),
-        schema={
-            "cluster": pl.String,
-            "ts": pl.Datetime("us", "UTC"),
-            "node": pl.String,
-            "gpu": pl.Int16,
-            "uuid": pl.String,
-            "metric": pl.String,
-            "value": pl.Float64,
-        },
-        orient="row",
-    )
+    return pl.DataFrame(list(rows), schema=GPU_SAMPLE_SCHEMA, orient="row")
 
 
 def write_batch(folder: Path, rows) -> Path:
@@ -120,17 +111,8 @@ def test_the_contract_columns_keep_not_null(con, tmp_path):
 
 
 def test_a_database_of_string_rows_upgrades_to_series_and_values(tmp_path):
-    old_schema = subprocess.run(
-        ["git", "show", "29cab93:queries/schema/landing.sql"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    )
-    require(old_schema.returncode == 0, "commit 29cab93 in the git history")
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(old_schema.stdout)
+    con = database_of_schema_at(STRING_ROWS_SCHEMA, path)
     con.executemany("INSERT INTO gpu_samples VALUES (?, ?, ?, ?, ?, ?, ?)", ROWS)
     before = stored(con)
     con.close()
@@ -150,17 +132,8 @@ def test_a_database_of_string_rows_upgrades_to_series_and_values(tmp_path):
 
 
 def test_gpufleet_migrate_upgrades_and_rewrites_the_file_without_the_old_rows(tmp_path):
-    old_schema = subprocess.run(
-        ["git", "show", "29cab93:queries/schema/landing.sql"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    )
-    require(old_schema.returncode == 0, "commit 29cab93 in the git history")
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(old_schema.stdout)
+    con = database_of_schema_at(STRING_ROWS_SCHEMA, path)
     # 2 clusters x 16 nodes x 8 GPUs x 4 fields x 600 scrapes: 614,400 samples of 1,024 series.
     con.execute(
         "INSERT INTO gpu_samples SELECT 'cluster-' || (i // 4) % 2, TIMESTAMPTZ "

@@ -21,7 +21,7 @@ from pipelines.simulate import SimulationConfig, simulate_to_dir
 from pipelines.sources.files import ingest_files
 from pipelines.store import open_store, row_counts
 from testkit.equivalence import rows_difference, table_rows
-from tests.conftest import require
+from tests.conftest import database_of_schema_at, require
 
 EAST, WEST = "east", "west"
 START = "2026-11-23"
@@ -353,17 +353,8 @@ def test_a_job_takes_the_cluster_of_its_attempts_nodes(tmp_path):
 
 
 def test_a_database_of_the_older_schema_upgrades_in_place(tmp_path):
-    old_schema = subprocess.run(
-        ["git", "show", "b4719d4:queries/schema/landing.sql"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    )
-    require(old_schema.returncode == 0, "commit b4719d4 in the git history")
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(old_schema.stdout)
+    con = database_of_schema_at("b4719d4", path)
     con.execute(
         "INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL), ('gpu002', 'west', NULL, NULL, 8, NULL)"
     )
@@ -399,17 +390,8 @@ def test_a_database_of_the_older_schema_upgrades_in_place(tmp_path):
 def test_gpufleet_migrate_says_what_it_upgraded(tmp_path):
     import sys
 
-    old_schema = subprocess.run(
-        ["git", "show", "b4719d4:queries/schema/landing.sql"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=Path(__file__).parent,
-    )
-    require(old_schema.returncode == 0, "commit b4719d4 in the git history")
     path = tmp_path / "old.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(old_schema.stdout)
+    con = database_of_schema_at("b4719d4", path)
     con.execute("INSERT INTO nodes VALUES ('gpu001', 'east', NULL, NULL, 8, NULL)")
     con.close()
     run = [sys.executable, "-m", "pipelines", "--db", str(path), "migrate"]
