@@ -32,6 +32,7 @@ from pipelines.sources.prometheus import (
     read_watermarks,
     redact_url,
 )
+from pipelines.sources.prometheus.load import Stage
 from pipelines.store import open_store, row_counts
 from pipelines.times import parse_time
 from testkit.equivalence import table_differences
@@ -231,6 +232,34 @@ def test_second_run_fetches_only_what_is_new(con, server, fleet):
     third = ingest_prometheus(con, server.url, T0, END, SETTINGS)
     assert third.queries == [] and third.samples_fetched == 0
     assert row_counts(con)["gpu_samples"] == fleet["gpu_samples"].height
+
+
+@pytest.mark.integration
+def test_staging_spilled_to_tables_lands_what_memory_staging_lands(
+    tmp_path, server, fleet, monkeypatch
+):
+    """A long backfill stages fetched chunks in temporary tables (Stage.SPILL_ROWS): the rows,
+    their given cluster included, must be those of a run staged in memory."""
+    in_memory = open_store(tmp_path / "memory.duckdb")
+    ingest_prometheus(in_memory, server.url, T0, END, SETTINGS, cluster="train-a")
+
+    spills = []
+    spill = Stage._spill
+
+    def counted(self, table):
+        spills.append(table)
+        spill(self, table)
+
+    monkeypatch.setattr(Stage, "SPILL_ROWS", 500)
+    monkeypatch.setattr(Stage, "_spill", counted)
+    spilled = open_store(tmp_path / "spilled.duckdb")
+    ingest_prometheus(spilled, server.url, T0, END, SETTINGS, cluster="train-a")
+
+    assert spills.count("gpu_samples") > 2  # several spills, not one final flush
+    assert row_counts(spilled)["gpu_samples"] == fleet["gpu_samples"].height
+    assert spilled.execute("SELECT DISTINCT cluster FROM gpu_samples").fetchall() == [("train-a",)]
+    for table in ("gpu_samples", "node_samples", "node_conditions", "gpu_events", "nodes"):
+        assert table_differences(in_memory, spilled, table) is None
 
 
 @pytest.mark.integration
