@@ -5,7 +5,8 @@ traffic and errors, the network links (InfiniBand / EFA) up and their errors, th
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 import polars as pl
 import streamlit as st
@@ -183,7 +184,9 @@ def gpu_identities(params: dict[str, Any]) -> None:
         notes.append(
             f"GPU {', '.join(map(str, swapped))}: more than one UUID, the GPU was swapped."
         )
-    st.caption(" ".join(notes) + f" Last sample {fmt.timestamp(gpus['last_ts'].max())}.")
+    # `Series.max()` is typed as any Python value; on this Datetime column it is a datetime.
+    last_sample = cast(datetime | None, gpus["last_ts"].max())
+    st.caption(" ".join(notes) + f" Last sample {fmt.timestamp(last_sample)}.")
 
 
 def _node_params(params: dict[str, Any]) -> dict[str, Any]:

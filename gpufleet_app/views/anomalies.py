@@ -50,7 +50,9 @@ severity = left.selectbox(
 kind = middle.selectbox(
     "Kind", kinds, index=kind_at, format_func=lambda k: "All kinds" if k == "*" else k
 )
-status = right.selectbox("Status", list(STATUSES), index=status_at, format_func=STATUSES.get)
+status = right.selectbox(
+    "Status", list(STATUSES), index=status_at, format_func=lambda choice: STATUSES[choice]
+)
 ui.set_url(
     severity=None if severity == "*" else severity,
     kind=None if kind == "*" else kind,

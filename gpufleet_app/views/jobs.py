@@ -32,7 +32,9 @@ def attempts_gpus_per_host(attempts: pl.DataFrame) -> int | None:
 
 def job_table(filters: ui.Filters) -> None:
     asked = ui.choice_from_url("outcome", list(OUTCOMES), "outcome", OUTCOMES["*"].lower())
-    outcome = st.selectbox("Outcome", list(OUTCOMES), index=asked, format_func=OUTCOMES.get)
+    outcome = st.selectbox(
+        "Outcome", list(OUTCOMES), index=asked, format_func=lambda choice: OUTCOMES[choice]
+    )
     ui.set_url(outcome=None if outcome == "*" else outcome)
     jobs = data.query("job_table", **filters.params(), outcome=outcome)
     if jobs.is_empty():

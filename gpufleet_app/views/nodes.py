@@ -83,8 +83,8 @@ def node_detail(node: str, cluster: str, filters: ui.Filters) -> None:
         f"{inv['gpu_count']} × {fmt.text(inv['gpu_model'] or 'GPU')} · {ui.week_label(str(filters.week))}"
     )
     table = data.query("node_table", **params)
-    row = table.filter(pl.col("node") == node)
-    summary = row.row(0, named=True) if row.height else {}
+    node_rows = table.filter(pl.col("node") == node)
+    summary = node_rows.row(0, named=True) if node_rows.height else {}
     # two rows of three cards: six in one row cut values such as "1,234.5 GPU-h"
     columns = [*st.columns(3), *st.columns(3)]
     columns[5].metric(
@@ -167,10 +167,11 @@ def node_detail(node: str, cluster: str, filters: ui.Filters) -> None:
     st.subheader("GPU telemetry (DCGM)")
     if ui.has_table("gpu_utilisation_daily"):
         mig = data.query("node_mig", **params)
-        for row in mig.iter_rows(named=True):
+        for mig_gpu in mig.iter_rows(named=True):
             st.markdown(
-                f"**MIG-partitioned:** GPU {row['gpu']} · instances {', '.join(row['instances'])} · "
-                f"mean activity {fmt.pct(row['mean_activity'])} (the charts show the whole GPU's "
+                f"**MIG-partitioned:** GPU {mig_gpu['gpu']} · "
+                f"instances {', '.join(mig_gpu['instances'])} · "
+                f"mean activity {fmt.pct(mig_gpu['mean_activity'])} (the charts show the whole GPU's "
                 "series; per-instance use is on the Utilisation page)"
             )
     anomalies = data.query(

@@ -129,7 +129,7 @@ packing = data.query("utilisation_packing", **params)
 if packing.is_empty():
     st.info("No workload this week holds whole GPUs while fitting a MIG profile.")
 else:
-    freed = packing["gpus_freed"].sum()
+    freed = float(packing["gpus_freed"].sum())  # a DOUBLE column: its sum is a float
     st.caption(
         f"Packing these workloads on MIG instances would free {fmt.number(freed, 2)} whole GPUs "
         "on average over the week."

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import polars as pl
@@ -256,10 +257,19 @@ def _us(cfg: SimulationConfig, seconds) -> np.ndarray:
     return start_us + np.rint(np.asarray(seconds, dtype=np.float64) * 1e6).astype(np.int64)
 
 
-def _ts_list(cfg: SimulationConfig, values: list[float | None]) -> pa.Array:
+def _ts_list(cfg: SimulationConfig, values: Sequence[float | None]) -> pa.Array:
     mask = np.array([v is None for v in values], dtype=bool)
     arr = _us(cfg, [0.0 if v is None else v for v in values])
     return pa.array(arr, type=TS, mask=mask if mask.any() else None)
+
+
+def _fault_uuid(fleet: Fleet, fault: Fault) -> str | None:
+    """The faulted GPU's UUID; None for a fault that names no single GPU."""
+    if fault.gpu is None:
+        return None
+    if fault.node is None:
+        raise ValueError(f"fault {fault.fault_id} names GPU {fault.gpu} but no node")
+    return fleet.uuids[fault.node * GPUS_PER_NODE + fault.gpu]
 
 
 # Every table but ground truth carries the record's cluster first (SPEC "Fleet-wide identity").
@@ -395,9 +405,7 @@ def record_tables(sim: Simulation) -> dict[str, pa.Table]:
             "entity_type": [f.entity_type for f in gt],
             "node": [None if f.node is None else fleet.names[f.node] for f in gt],
             "gpu": pa.array([f.gpu for f in gt], pa.int16()),
-            "uuid": [
-                None if f.gpu is None else fleet.uuids[f.node * GPUS_PER_NODE + f.gpu] for f in gt
-            ],
+            "uuid": [_fault_uuid(fleet, f) for f in gt],
             "job_id": [f.job_id for f in gt],
             "rank": pa.array([f.rank for f in gt], pa.int32()),
             "start_ts": _ts_list(cfg, [f.start_s for f in gt]),
@@ -500,17 +508,21 @@ def _stream(sim: Simulation, table: str) -> Iterator[pa.Table]:
 STREAMED = ("node_conditions", "gpu_samples", "node_samples")
 
 
+def _frame(table: pa.Table) -> pl.DataFrame:
+    # `pl.from_arrow` is typed for arrays too; a table always converts to a DataFrame.
+    return cast(pl.DataFrame, pl.from_arrow(table))
+
+
 def _to_polars(tables: list[pa.Table], schema: pa.Schema) -> pl.DataFrame:
     if not tables:
-        return pl.from_arrow(schema.empty_table())
-    frame = pl.from_arrow(pa.concat_tables([t.cast(schema) for t in tables]))
-    return frame
+        return _frame(schema.empty_table())
+    return _frame(pa.concat_tables([t.cast(schema) for t in tables]))
 
 
 def simulate(cfg: SimulationConfig) -> dict[str, pl.DataFrame]:
     """Every landing table and `ground_truth`, in memory (use for small fleets)."""
     sim = run(cfg)
-    out = {name: pl.from_arrow(t) for name, t in record_tables(sim).items()}
+    out = {name: _frame(t) for name, t in record_tables(sim).items()}
     for name in STREAMED:
         out[name] = _to_polars(list(_stream(sim, name)), SCHEMAS[name])
     steps, ckpts = [], []
