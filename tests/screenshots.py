@@ -59,6 +59,7 @@ def pages(week: str, node: str, job: str) -> list[tuple[str, str, str]]:
         ("anomalies.png", f"/anomalies?week={week}", "Anomalies"),
         ("telemetry.png", f"/telemetry?week={week}", "Fleet telemetry"),
         ("remediation.png", f"/remediation?week={week}", "Remediation"),
+        ("utilisation.png", f"/utilisation?week={week}", "Utilisation"),
     ]
 
 
