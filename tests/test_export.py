@@ -48,7 +48,7 @@ W48_ROWS = {
     # clipped to the week: n3's 11-22 22:00 outage starts at 11-23 00:00 in the W48 export
     "node_state_intervals": (
         "SELECT node, greatest(start_ts, '2026-11-23'::TIMESTAMPTZ) AS start_ts, "
-        "least(end_ts, '2026-11-30'::TIMESTAMPTZ) AS end_ts, state, reason "
+        "least(end_ts, '2026-11-30'::TIMESTAMPTZ) AS end_ts, state, reason, cluster "
         "FROM node_state_intervals WHERE end_ts > '2026-11-23' AND start_ts < '2026-11-30'"
     ),
 }

@@ -2,7 +2,7 @@
 -- Partitioned by week. Params: $week ('YYYY-Www'), $week_start (DATE).
 SELECT t.*, $week AS week
 FROM goodput_segments t
-WHERE t.job_id IN (
-    SELECT job_id FROM job_outcomes
+WHERE (t.cluster, t.job_id) IN (
+    SELECT (cluster, job_id) FROM job_outcomes
     WHERE end_ts >= $week_start::TIMESTAMPTZ AND end_ts < $week_start::TIMESTAMPTZ + INTERVAL 7 DAY
 )

@@ -3,5 +3,5 @@
 -- are in the table, not in the export. Partitioned by week. Params: $week ('YYYY-Www'), $week_start (DATE).
 SELECT u.*, $week AS week
 FROM job_utilisation u
-JOIN jobs j USING (job_id)
+JOIN jobs j USING (cluster, job_id)
 WHERE j.end_ts >= $week_start::TIMESTAMPTZ AND j.end_ts < $week_start::TIMESTAMPTZ + INTERVAL 7 DAY
