@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 import polars as pl
 import pytest
 
+from pipelines.contract import LANDING_TABLES
 from pipelines.errors import ConfigError, SourceError
 from pipelines.sources.pci import normalise_pci_bus_id
 from pipelines.sources.prometheus import (
@@ -810,7 +811,7 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     backfill(frames, storage)
     direct = open_store(tmp_path / "direct.duckdb")
     via_prom = open_store(tmp_path / "prom.duckdb")
-    landing = [t for t in frames if t != "ground_truth"]
+    landing = [t for t in frames if t in LANDING_TABLES]  # not the simulator's ground truths
     load_batch(
         direct,
         [TableInput(t, frames[t].with_row_index("__row", 1), t) for t in landing],
