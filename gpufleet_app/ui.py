@@ -259,6 +259,18 @@ def job_link(job_id: pl.Expr, cluster: pl.Expr) -> pl.Expr:
     return pl.format("/jobs?job={}&cluster={}", job_id, cluster)
 
 
+def open_node(node: str, cluster: str, week: str) -> None:
+    """Go to a node's page in `week` (a clicked table row)."""
+    st.switch_page(NODES, query_params={"node": node, "cluster": cluster, "week": week})
+
+
+def open_finding(row: dict, week: str) -> None:
+    """Go to the page of a finding's job, else of its node (a clicked anomaly row)."""
+    if row["job_id"]:
+        st.switch_page(JOBS, query_params={"job": row["job_id"], "cluster": row["cluster"]})
+    open_node(row["node"], row["cluster"], week)
+
+
 def week_label(week: str) -> str:
     """`2026-W48 · 23 Nov–29 Nov 2026`."""
     iso_week = IsoWeek.parse(week)

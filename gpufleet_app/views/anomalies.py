@@ -128,9 +128,4 @@ else:
         },
     )
     if event.selection.rows:
-        row = rows.row(event.selection.rows[0], named=True)
-        if row["job_id"]:
-            st.switch_page(ui.JOBS, query_params={"job": row["job_id"], "cluster": row["cluster"]})
-        st.switch_page(
-            ui.NODES, query_params={"node": row["node"], "cluster": row["cluster"], "week": week}
-        )
+        ui.open_finding(rows.row(event.selection.rows[0], named=True), week)

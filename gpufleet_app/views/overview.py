@@ -147,14 +147,7 @@ else:
     )
     if event.selection.rows:
         row = offenders.row(event.selection.rows[0], named=True)
-        st.switch_page(
-            ui.NODES,
-            query_params={
-                "node": row["node"],
-                "cluster": row["cluster"],
-                "week": str(filters.week),
-            },
-        )
+        ui.open_node(row["node"], row["cluster"], str(filters.week))
 
 open_anomalies = data.query(
     "anomaly_list",
@@ -196,17 +189,7 @@ if not open_anomalies.is_empty():
         },
     )
     if event.selection.rows:
-        row = shown.row(event.selection.rows[0], named=True)
-        if row["job_id"]:
-            st.switch_page(ui.JOBS, query_params={"job": row["job_id"], "cluster": row["cluster"]})
-        st.switch_page(
-            ui.NODES,
-            query_params={
-                "node": row["node"],
-                "cluster": row["cluster"],
-                "week": str(filters.week),
-            },
-        )
+        ui.open_finding(shown.row(event.selection.rows[0], named=True), str(filters.week))
 right.page_link(
     ui.ANOMALIES,
     label="All anomalies",
