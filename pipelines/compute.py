@@ -33,6 +33,9 @@ class Step:
     """None: run `queries/derived/<name>.sql`."""
     table: bool = True
     """False: the step updates tables of earlier steps instead of building its own."""
+    kept: bool = False
+    """True: the table is kept between computes and brought up to date from the loads since,
+    once for every cluster after the per-cluster passes (pipelines/sample_rollups.py)."""
 
 
 # The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
@@ -121,7 +124,7 @@ def _steps() -> list[Step]:
         Step("failure_escapes"),
         Step("checkpoint_advice"),
         Step("node_cost"),
-        Step("gpu_samples_15m"),  # the dashboard's chart rollup; reads only gpu_samples
+        Step("gpu_samples_15m", kept=True),  # the dashboard's chart rollup; reads only gpu_samples
         Step(
             "gpu_inventory"
         ),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
@@ -153,9 +156,14 @@ BOOKKEEPING_TABLES = frozenset(
         "ingest_incomplete",
         "ingest_partial_log",
         "compute_log",
+        "gpu_samples_loaded",
+        "kept_tables",
     }
 )
 """Tables of the database that are neither landing nor derived."""
+
+KEPT_TABLES = frozenset(step.name for step in _steps() if step.kept)
+"""Derived tables brought up to date rather than rebuilt; each holds every cluster's rows."""
 
 REFERENCE_TABLES = frozenset({"xid_catalogue", "mig_profiles", "anomaly_kinds"})
 """Derived tables that are reference data, the same for every cluster: each pass builds them, the
@@ -216,7 +224,7 @@ def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only: bool) -> None:
     """Give every derived table of this pass its `cluster`; with several clusters, set the rows aside."""
     for table in _derived_tables(con):
-        if table in REFERENCE_TABLES:
+        if table in REFERENCE_TABLES or table in KEPT_TABLES:
             continue
         name = quote_ident(table)
         columns = [r[0] for r in con.execute(f"DESCRIBE {name}").fetchall()]
@@ -416,6 +424,8 @@ def compute(
                 _scope_to(con, cluster)
             try:
                 for step in _steps():
+                    if step.kept:
+                        continue
                     if progress:
                         progress(step.name)
                     t0 = time.perf_counter()
@@ -433,6 +443,13 @@ def compute(
             t0 = time.perf_counter()
             _all_clusters_weekly(con, params)
             timings["weekly_summary"] += time.perf_counter() - t0
+        from pipelines.sample_rollups import update_gpu_samples_15m
+
+        if progress:
+            progress("gpu_samples_15m")
+        t0 = time.perf_counter()
+        update_gpu_samples_15m(con, rebuild=force)
+        timings["gpu_samples_15m"] = time.perf_counter() - t0
         con.execute(
             "INSERT INTO compute_log VALUES (?, ?, now(), ?)",
             [version, fingerprint, time.perf_counter() - started],

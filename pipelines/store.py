@@ -516,7 +516,7 @@ def _merge(
             f"WHERE NOT EXISTS (SELECT 1 FROM {table} t WHERE {match}{window})"
         )
     if item.table == "gpu_samples":
-        return result(insert_gpu_samples(con, new_rows), 0)
+        return result(insert_gpu_samples(con, new_rows, checked.min_ts), 0)
     if not overlap:
         con.execute(f"INSERT INTO {table} {new_rows}")
         return result(distinct, 0)
@@ -529,17 +529,25 @@ def _ts_literal(ts: Any) -> str:
     return f"TIMESTAMPTZ '{ts.isoformat()}'" if ts is not None else "NULL"
 
 
-def insert_gpu_samples(con: duckdb.DuckDBPyConnection, rows: str) -> int:
+def insert_gpu_samples(con: duckdb.DuckDBPyConnection, rows: str, earliest: Any = None) -> int:
     """Store new GPU samples (the query `rows`, in the contract's columns) as series and values.
 
     Keys must be new (the caller's anti-join); each series' strings are stored once
-    (queries/schema/landing.sql). Returns the samples stored.
+    (queries/schema/landing.sql). `earliest`: a time no later than the first sample (read from
+    `rows` when not given), noted for the next compute (pipelines/sample_rollups.py). Returns the
+    samples stored.
     """
+    from pipelines.sample_rollups import record_loaded_samples
+
     # Dropped on success only: no statement may run in a transaction a failure aborted (it would
     # hide the real error), and the rollback removes the view with everything else.
     con.execute(f"CREATE OR REPLACE TEMP VIEW __gpu_samples_in AS {rows}")
     con.execute(load_sql("store/gpu_series_add"))
     stored = con.execute(load_sql("store/gpu_samples_add")).fetchall()[0][0]
+    if stored:
+        if earliest is None:
+            earliest = con.execute("SELECT min(ts) FROM __gpu_samples_in").fetchall()[0][0]
+        record_loaded_samples(con, earliest)
     con.execute("DROP VIEW temp.main.__gpu_samples_in")
     return stored
 

@@ -23,6 +23,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.contract import STORAGE_TABLES
+from pipelines.sample_rollups import update_gpu_samples_15m
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
 from testkit.landing_rows import insert_landing
@@ -1034,7 +1035,7 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.register("__frame", frame)
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM __frame")
         con.unregister("__frame")
-    execute(con, "derived/gpu_samples_15m")
+    update_gpu_samples_15m(con)
     execute(con, "derived/gpu_inventory")
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's

@@ -15,7 +15,8 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pipelines.sql import execute, query_pl
+from pipelines.sample_rollups import update_gpu_samples_15m
+from pipelines.sql import query_pl
 from pipelines.store import open_store
 from testkit.landing_rows import add_gpu_samples
 
@@ -51,11 +52,6 @@ NIC_SAMPLES = [
 ]
 
 
-def one_cluster(con: duckdb.DuckDBPyConnection) -> None:
-    """The rollup's `cluster`, as compute gives a one-cluster database's derived tables."""
-    con.execute("ALTER TABLE gpu_samples_15m ADD COLUMN cluster VARCHAR DEFAULT 'c1'")
-
-
 def build(path: Path) -> duckdb.DuckDBPyConnection:
     con = open_store(path)
     rows = [(t, "n1", 0, "GPU-0", PCIE, v) for t, v in PCIE_SAMPLES]
@@ -68,8 +64,7 @@ def build(path: Path) -> duckdb.DuckDBPyConnection:
         "INSERT INTO node_samples VALUES ('c1', ?, 'n1', ?, ?)",
         [(t, NIC, v) for t, v in NIC_SAMPLES],
     )
-    execute(con, "derived/gpu_samples_15m")
-    one_cluster(con)
+    update_gpu_samples_15m(con)
     return con
 
 
@@ -169,7 +164,7 @@ def test_clock_event_reasons_decoded(
 ) -> None:
     con = open_store(tmp_path / "fleet.duckdb")
     add_gpu_samples(con, [("c1", at(0), "n1", 0, "GPU-0", field, float(mask))])
-    execute(con, "derived/gpu_samples_15m")
+    update_gpu_samples_15m(con)
     found = dict(
         con.execute(
             "SELECT split_part(metric, '/', 2), value_max FROM gpu_samples_15m WHERE metric LIKE ? || '/%'",
@@ -201,8 +196,7 @@ def test_week_increase_is_prometheus_increase(tmp_path_factory, values: list[int
         for i, v in enumerate(values)
     ]
     add_gpu_samples(con, [("c1", *sample) for sample in samples])
-    execute(con, "derived/gpu_samples_15m")
-    one_cluster(con)
+    update_gpu_samples_15m(con)
     frame = query_pl(con, "app/node_counter_rates", {**WEEK, "bucket_s": 3600})
     con.close()
     assert frame["increase"].min() >= 0

@@ -11,7 +11,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.sql import execute, query_pl
+from pipelines.sample_rollups import update_gpu_samples_15m
+from pipelines.sql import query_pl
 from pipelines.store import open_store
 from testkit.landing_rows import add_gpu_samples
 from tests.app_fixture import NODES, build_app_db, name_clusters
@@ -57,9 +58,8 @@ def con(tmp_path: Path):
         "INSERT INTO node_samples VALUES ('c1', ?, 'n1', 'nic_links_up', ?)", NIC_SAMPLES
     )
     connection.execute("INSERT INTO nodes VALUES ('n1', 'c1', 'p5.48xlarge', 'H100', 8, 4)")
-    execute(connection, "derived/gpu_samples_15m")
+    update_gpu_samples_15m(connection)
     # the rollup's `cluster`, as compute gives a one-cluster database's derived tables
-    connection.execute("ALTER TABLE gpu_samples_15m ADD COLUMN cluster VARCHAR DEFAULT 'c1'")
     yield connection
     connection.close()
 
@@ -131,7 +131,7 @@ def panel_db(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
             for i in range(6)
         ],
     )
-    execute(con, "derived/gpu_samples_15m")
+    update_gpu_samples_15m(con)
     name_clusters(con)  # the rebuilt rollup's rows take their node's cluster, as compute's
     con.close()
     monkeypatch.setenv("GPUFLEET_DB", str(db))

@@ -159,6 +159,21 @@ CREATE TABLE IF NOT EXISTS load_log (
     rows_new  BIGINT NOT NULL
 );
 
+-- GPU samples loaded since the last `gpufleet compute`: the earliest sample time of each load
+-- that stored any. The compute rebuilds gpu_samples_15m from the earliest of them on and
+-- empties this table, in its transaction (pipelines/sample_rollups.py).
+CREATE TABLE IF NOT EXISTS gpu_samples_loaded (
+    from_ts TIMESTAMPTZ NOT NULL
+);
+
+-- Derived tables kept between computes and brought up to date from the loads since (rather
+-- than rebuilt), each with the time it was last rebuilt in full. A kept table without its row
+-- here (an older database) is rebuilt in full by the next compute.
+CREATE TABLE IF NOT EXISTS kept_tables (
+    table_name   VARCHAR NOT NULL,
+    rebuilt_at   TIMESTAMPTZ NOT NULL
+);
+
 -- Incremental sources (Prometheus) keep how far they have read, per query.
 CREATE TABLE IF NOT EXISTS ingest_watermarks (
     source       VARCHAR NOT NULL,
