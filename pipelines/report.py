@@ -33,7 +33,6 @@ from pipelines.markdown import escape_markdown_cell
 from pipelines.presentation import NOT_AVAILABLE, change_in, in_unit
 from pipelines.sql import query_pl
 from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
-from pipelines.weekly_metrics import weekly_metrics_path
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("md", "json", "html")
@@ -124,7 +123,6 @@ def build_report(
         "week_start": week.monday,  # the report queries take a DATE
         "cluster": cluster,
         "limit": top,
-        "weekly_metrics": weekly_metrics_path(),
     }
     summary = query_pl(con, "report/summary", params)
     if summary.is_empty():

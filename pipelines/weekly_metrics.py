@@ -9,7 +9,7 @@ import csv
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from pipelines.sql import queries_dir
+from pipelines.sql import BUNDLED_DATA, data_path
 
 Card = Literal["kpi_row", "escapes", ""]
 """Where the overview shows the metric as a card: its KPI row, its Escapes section, or nowhere."""
@@ -37,8 +37,9 @@ class WeeklyMetric:
 
 
 def weekly_metrics_path() -> str:
-    """The catalogue's path: the `$weekly_metrics` parameter of `queries/report/summary.sql`."""
-    return str(queries_dir() / "data" / "weekly_metrics.csv")
+    """The catalogue's path, the `$weekly_metrics` parameter `queries/report/summary.sql` is bound
+    to by default (`pipelines.sql.BUNDLED_DATA`)."""
+    return data_path(BUNDLED_DATA["weekly_metrics"])
 
 
 def read_catalogue(path: str) -> tuple[WeeklyMetric, ...]:

@@ -12,7 +12,6 @@ from gpufleet_app.kpis import ESCAPE_KPIS, KPIS
 from pipelines import presentation
 from pipelines.report import _gpu_h, _pct, _seconds, _ts
 from pipelines.sql import query_pl
-from pipelines.weekly_metrics import weekly_metrics_path
 
 # Both weeks' values of each KPI column, chosen so every unit's rounding and sign shows:
 # ratios to 2 decimals of %, hours to 1 decimal with thousands, counts whole.
@@ -64,11 +63,7 @@ def report_summary() -> dict[str, dict]:
             f"INSERT INTO weekly_summary VALUES (?, '*', ?, {', '.join('?' for _ in columns)})",
             [week, start, *(values[c] for c in columns)],
         )
-    rows = query_pl(
-        con,
-        "report/summary",
-        {"week": "2026-W47", "cluster": "*", "weekly_metrics": weekly_metrics_path()},
-    )
+    rows = query_pl(con, "report/summary", {"week": "2026-W47", "cluster": "*"})
     return {r["metric"]: r for r in rows.iter_rows(named=True)}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpufleet_app.kpis import ESCAPE_KPIS, KPIS
-from pipelines.sql import query_pl
+from pipelines.sql import bind, query_pl
 from pipelines.store import connect
 from pipelines.weekly_metrics import WEEKLY_METRICS, read_catalogue, weekly_metrics_path
 
@@ -159,3 +159,16 @@ def test_a_misspelt_direction_or_card_is_refused(tmp_path, field, bad):
     catalogue.write_text("\n".join([header, ",".join(cells)]) + "\n")
     with pytest.raises(ValueError, match=f"{field} is '{bad}'"):
         read_catalogue(str(catalogue))
+
+
+def test_the_bundled_catalogue_is_bound_unless_a_caller_names_another():
+    sql = "SELECT * FROM read_csv($weekly_metrics) WHERE metric = $metric"
+    assert bind(sql, {"metric": "goodput"}) == {
+        "weekly_metrics": weekly_metrics_path(),
+        "metric": "goodput",
+    }
+    assert bind(sql, {"metric": "goodput", "weekly_metrics": "/srv/mine.csv"}) == {
+        "weekly_metrics": "/srv/mine.csv",
+        "metric": "goodput",
+    }
+    assert bind("SELECT $metric", {"metric": "goodput"}) == {"metric": "goodput"}

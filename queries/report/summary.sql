@@ -5,7 +5,8 @@
 -- (queries/data/weekly_metrics.csv): a metric is a weekly_summary column the catalogue names.
 -- UNPIVOT drops NULLs, and a database computed before a metric existed lacks its column: the LEFT
 -- JOINs from the catalogue bring both back as NULL (unknown, never 0).
--- Params: $week ('YYYY-Www'), $cluster, $weekly_metrics (the catalogue's path).
+-- Params: $week ('YYYY-Www'), $cluster; $weekly_metrics, the catalogue's path, is bound to the
+-- bundled file unless the caller passes another (pipelines/sql.py BUNDLED_DATA).
 WITH
 catalogue AS (
     SELECT position, metric, label, unit, better
