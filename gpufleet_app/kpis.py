@@ -1,4 +1,5 @@
-"""The KPI row: which weekly_summary columns, how each reads, which direction is better."""
+"""The overview's cards: which weekly_summary columns, their label, direction and help (the weekly
+metrics catalogue, `pipelines.weekly_metrics`), and how each unit reads on a card."""
 
 from __future__ import annotations
 
@@ -6,113 +7,61 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpufleet_app import fmt
+from pipelines import presentation
+from pipelines.weekly_metrics import Card, WeeklyMetric, cards
+
+Value = Callable[[float | None], str]
+Change = Callable[[float | None, float | None], str | None]
 
 
 @dataclass(frozen=True)
 class Kpi:
     column: str
     label: str
-    value: Callable[[float | None], str]
-    change: Callable[[float | None, float | None], str | None]
+    value: Value
+    change: Change
     higher_is_better: bool
     help: str
 
 
-KPIS: tuple[Kpi, ...] = (
-    Kpi(
-        "node_availability",
-        "Node availability",
-        fmt.pct,
-        fmt.delta_pp,
-        True,
-        "(available + degraded) / (in fleet − maintenance). Unknown counts as down (fail closed).",
-    ),
-    Kpi(
-        "job_success_rate",
-        "Job success rate",
-        fmt.pct,
-        fmt.delta_pp,
-        True,
-        "Succeeded / (succeeded + failed + node_fail + timeout + oom), jobs that ended this week.",
-    ),
-    Kpi(
-        "job_success_rate_gpu_h",
-        "Job success (GPU-h weighted)",
-        fmt.pct,
-        fmt.delta_pp,
-        True,
-        "The same success rate with each job weighted by its GPU-hours.",
-    ),
-    Kpi(
-        "goodput",
-        "Goodput",
-        fmt.pct,
-        fmt.delta_pp,
-        True,
-        "Productive GPU-hours / allocated GPU-hours (work kept, net of init, checkpoints, lost work).",
-    ),
-    Kpi(
-        "ettr",
-        "ETTR",
-        fmt.pct,
-        fmt.delta_pp,
-        True,
-        "Effective training time ratio: productive time / (job end − submit), queueing included.",
-    ),
-    Kpi(
-        "mtbf_h",
-        "MTBF",
-        fmt.hours,
-        lambda c, p: fmt.delta(c, p, "h"),
-        True,
-        "Mean time between failures: node up-time / transitions from up to unavailable or unknown.",
-    ),
-    Kpi(
-        "mttr_h",
-        "MTTR",
-        fmt.hours,
-        lambda c, p: fmt.delta(c, p, "h"),
-        False,
-        "Mean time to repair: mean length of merged unavailable/unknown episodes.",
-    ),
-    Kpi(
-        "interruptions_per_1k_gpu_days",
-        "Interruptions / 1,000 GPU-days",
-        fmt.number,
-        lambda c, p: fmt.delta(c, p),
-        False,
-        "Attempts that ended failed, node_fail, timeout, oom or preempted, per 1,000 GPU-days allocated.",
-    ),
-)
+def _value(unit: str) -> Value:
+    if unit == "seconds":  # a card reads a lead time as a duration (`1 h 02 min`), not in hours
+        return fmt.duration_s
+    return lambda v: presentation.in_unit(v, unit, missing=fmt.MISSING)
 
-ESCAPE_KPIS: tuple[Kpi, ...] = (
-    Kpi(
-        "escape_rate",
-        "Escape rate",
-        fmt.pct,
-        fmt.delta_pp,
-        False,
-        "Fleet failures (hardware or infrastructure, failed or node_fail) that no finding or bad "
-        "condition saw coming / all fleet failures that ended this week.",
-    ),
-    Kpi(
-        "jobs_placed_on_flagged",
-        "Jobs placed on flagged nodes",
-        lambda v: fmt.number(v, 0),
-        lambda c, p: fmt.delta(c, p, digits=0),
-        False,
-        "Jobs whose failed attempt started on a node with a finding or bad condition already open: "
-        "remediation came too late.",
-    ),
-    Kpi(
-        "median_lead_time_s",
-        "Median lead time",
-        fmt.duration_s,
-        lambda c, p: fmt.delta(
+
+def _change(unit: str) -> Change:
+    """The change from the previous week; None (no delta shown) when either week is missing."""
+    if unit == "seconds":
+        return lambda c, p: fmt.delta(
             None if c is None else c / 60, None if p is None else p / 60, " min"
-        ),
-        True,
-        "Median time from the first signal to the failure, over the fleet failures the checks saw coming.",
-    ),
-)
+        )
+
+    def change(current: float | None, previous: float | None) -> str | None:
+        if presentation.is_missing(current) or presentation.is_missing(previous):
+            return None
+        return presentation.change_in(current - previous, unit)
+
+    return change
+
+
+def _kpi(metric: WeeklyMetric) -> Kpi:
+    return Kpi(
+        metric.metric,
+        metric.card_label,
+        _value(metric.unit),
+        _change(metric.unit),
+        metric.higher_is_better,
+        metric.help,
+    )
+
+
+def _cards(section: Card) -> tuple[Kpi, ...]:
+    return tuple(_kpi(metric) for metric in cards(section))
+
+
+KPIS: tuple[Kpi, ...] = _cards("kpi_row")
+"""The overview's KPI row."""
+
+ESCAPE_KPIS: tuple[Kpi, ...] = _cards("escapes")
 """The overview's Escapes section: weekly_summary columns from failure_escapes."""

@@ -58,10 +58,23 @@ def param_names(sql: str) -> set[str]:
     return set(_PARAM.findall(_COMMENT.sub("", sql)))
 
 
+BUNDLED_DATA: dict[str, str] = {"weekly_metrics": "weekly_metrics.csv"}
+"""Reference files under `queries/data/` that queries read by path, by parameter name
+(`$weekly_metrics`): bound to the bundled file unless the caller passes another, so every caller
+(the report, the notebooks) reads the same catalogue without knowing where it lives."""
+
+
+def data_path(file_name: str) -> str:
+    """The path of a bundled reference file, `queries/data/<file_name>`."""
+    return str(queries_dir() / "data" / file_name)
+
+
 def bind(sql: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    """The subset of `params` the statement uses; a missing one is an error."""
+    """The subset of `params` the statement uses (with BUNDLED_DATA's paths unless given); a
+    missing one is an error."""
     wanted = param_names(sql)
-    params = params or {}
+    bundled = {name: data_path(file) for name, file in BUNDLED_DATA.items() if name in wanted}
+    params = {**bundled, **(params or {})}
     missing = sorted(wanted - params.keys())
     if missing:
         raise GpufleetError(f"Query needs parameter `${missing[0]}`, which was not given.")
