@@ -323,3 +323,58 @@ def test_the_utilisation_page_of_one_cluster_still_qualifies_a_shared_job_id(
     # only c1's j-101 is listed, but c9 has a j-101 too: the name stays qualified
     assert _dataframe_with(at, "job_link")["job_id"].tolist() == ["c1/j-101"]
     assert list(_dataframe_with(at, "top_idle_jobs")["top_idle_jobs"][0]) == ["c1/j-101"]
+
+
+# --- the anomaly list filtered by a node named in a link ------------------------------------
+
+
+def test_anomalies_of_a_bare_shared_node_name_ask_which_cluster(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-001", severity="critical")
+    no_errors(at)
+    # as on the node page: ambiguous, a choice per cluster, no cluster's findings until one is chosen
+    assert [w.value for w in at.warning] == [
+        "Node “gpu-001” is ambiguous: clusters c1, c9 each have a node of that name. Choose one:"
+    ]
+    assert not at.dataframe
+    assert _page_links(at) == ["Node c1/gpu-001", "Node c9/gpu-001"]
+    # each choice stays on the anomaly list with the link's filters, adding the cluster
+    assert _page_link_queries(at) == [
+        f"node=gpu-001&cluster=c1&week={WEEK}&severity=critical",
+        f"node=gpu-001&cluster=c9&week={WEEK}&severity=critical",
+    ]
+    assert {link.proto.page for link in at.get("page_link")} == {"anomalies"}
+
+
+def test_anomalies_of_a_node_the_clusters_filter_does_not_have(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-003", cluster="c1")
+    no_errors(at)
+    assert [w.value for w in at.warning] == [
+        "Node “gpu-003” is not in cluster c1; clusters with a node of that name: c2."
+    ]
+    assert not at.dataframe
+    assert _page_link_queries(at) == [f"node=gpu-003&cluster=c2&week={WEEK}"]
+
+
+def test_anomalies_of_a_bare_unique_node_name_list_its_findings(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-003")
+    no_errors(at)
+    assert not at.warning
+    table = at.dataframe[0].value
+    # gpu-003 (c2 only) in W48: a-5 condition_flap (critical) before a-3 j-103's straggler (warn)
+    assert table[["node", "kind", "job_id"]].fillna("").values.tolist() == [
+        ["gpu-003", "condition_flap", ""],
+        ["gpu-003", "straggler", "j-103"],
+    ]
+    assert "Findings on node gpu-003 only (from the link)." in [c.value for c in at.caption]
+    assert at.query_params["node"] == "gpu-003"
+
+
+def test_anomalies_of_an_unknown_node_list_every_node(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-999")
+    no_errors(at)
+    assert [w.value for w in at.warning] == [
+        "Unknown node “gpu-999” in the link; showing every node."
+    ]
+    # every finding of W48: a-1, a-2, a-6 in c1 and c9, a-3 and a-5 in c2
+    assert len(at.dataframe[0].value) == 8
+    assert "node" not in at.query_params
