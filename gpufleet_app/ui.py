@@ -217,10 +217,21 @@ def locate(kind: str, name: str) -> Located:
     return Located(name, cluster, clusters, asked)
 
 
-def explain_unlocated(located: Located, kind: str, unknown: str) -> None:
+def explain_unlocated(
+    located: Located,
+    kind: str,
+    unknown: str,
+    page: Path | None = None,
+    keep: tuple[str, ...] | None = None,
+) -> None:
     """Say why a link's node or job has no page: `unknown` when no cluster holds the name; the
-    clusters that do (each a link) when it is ambiguous or not in the link's cluster."""
-    page, label = (NODES, "Node") if kind == "node" else (JOBS, "Job")
+    clusters that do (each a link) when it is ambiguous or not in the link's cluster.
+
+    Each link opens `page` (the node's or job's own page unless another page filters by it) for
+    that cluster, keeping the URL's `keep` parameters (a node page keeps its week)."""
+    own, label = (NODES, "Node") if kind == "node" else (JOBS, "Job")
+    if keep is None:
+        keep = ("week",) if kind == "node" else ()
     name = fmt.text(located.name)
     if not located.clusters:
         st.warning(unknown)
@@ -236,13 +247,11 @@ def explain_unlocated(located: Located, kind: str, unknown: str) -> None:
             f"{label} “{name}” is ambiguous: clusters {listed} each have a {kind} of that name. "
             "Choose one:"
         )
-    week = url_param("week") if kind == "node" else None
+    kept = {name: value for name in keep if (value := url_param(name)) is not None}
     for cluster in located.clusters:
-        query = {kind: located.name, "cluster": cluster}
-        if week is not None:
-            query["week"] = week
+        query = {kind: located.name, "cluster": cluster, **kept}
         st.page_link(
-            page,
+            page or own,
             label=fmt.text(f"{label} {cluster}{QUALIFIER}{located.name}"),
             icon=":material/arrow_forward:",
             query_params=query,

@@ -56,14 +56,44 @@ class SharedNames:
         self, frame: pl.DataFrame, column: str, kind: str, cluster_column: str = "cluster"
     ) -> pl.DataFrame:
         """`frame` with `column` (node names for kind `node`, job ids for `job`) qualified by
-        `cluster_column` where the name is shared; a missing name stays missing."""
+        `cluster_column` where the name is shared; a missing name stays missing.
+
+        `column` holds a name per row or a list of names (a team's top idle jobs). With a list,
+        `cluster_column` is either the row's one cluster or a list as long, a cluster per name."""
         shared = self.nodes if kind == "node" else self.jobs
         if not shared or column not in frame.columns:
             return frame
-        name, cluster = pl.col(column), pl.col(cluster_column)
-        return frame.with_columns(
-            pl.when(name.is_in(list(shared)) & cluster.is_not_null())
-            .then(pl.concat_str(cluster, pl.lit(QUALIFIER), name))
-            .otherwise(name)
-            .alias(column)
+        if not isinstance(frame.schema[column], pl.List):
+            return frame.with_columns(
+                _qualified(pl.col(column), pl.col(cluster_column), shared).alias(column)
+            )
+        # Lists: one row per name, qualified as above, then put back into each row's list.
+        row = "__qualify_row"
+        exploded = (
+            [column, cluster_column]
+            if isinstance(frame.schema[cluster_column], pl.List)
+            else [column]
         )
+        names = (
+            frame.select(column, cluster_column)
+            .with_row_index(row)
+            .explode(exploded, keep_nulls=False)  # empty and missing lists: kept as they are
+            .with_columns(_qualified(pl.col(column), pl.col(cluster_column), shared).alias(column))
+            .group_by(row, maintain_order=True)
+            .agg(pl.col(column))
+        )
+        lists = (
+            frame.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias(row))
+            .join(names, on=row, how="left", maintain_order="left")
+            .get_column(column)
+        )
+        return frame.with_columns(lists.zip_with(lists.is_not_null(), frame[column]).alias(column))
+
+
+def _qualified(name: pl.Expr, cluster: pl.Expr, shared: frozenset[str]) -> pl.Expr:
+    """`qualified` as an expression: `cluster/name` where `name` is shared and `cluster` known."""
+    return (
+        pl.when(name.is_in(list(shared)) & cluster.is_not_null())
+        .then(pl.concat_str(cluster, pl.lit(QUALIFIER), name))
+        .otherwise(name)
+    )

@@ -82,7 +82,8 @@ class WeeklyReport:
     incomplete: pl.DataFrame | None = None
     """start_ts, end_ts, queries, store_said: telemetry incomplete from the store during the week."""
     utilisation: pl.DataFrame | None = None
-    """team, queue, jobs, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs."""
+    """team, queue, jobs, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs,
+    top_idle_job_clusters (the cluster of each of those jobs)."""
     mig_packing: pl.DataFrame | None = None
     """workload, cluster, gpu_model, jobs, gpu_h, p95_activity, peak_memory_gib, profile, freed_gpu_h, gpus_freed."""
     names: SharedNames = field(default_factory=SharedNames)
@@ -365,9 +366,12 @@ def _tables(report: WeeklyReport) -> list[tuple[str, list[str], list[list[str]],
             _gpu_h(r["idle_gpu_h"]),
             ", ".join(r["top_idle_jobs"] or []) or "-",
         ]
-        for r in (report.utilisation if report.utilisation is not None else empty).iter_rows(
-            named=True
-        )
+        for r in names.qualify(
+            report.utilisation if report.utilisation is not None else empty,
+            "top_idle_jobs",
+            "job",
+            "top_idle_job_clusters",
+        ).iter_rows(named=True)
     ]
     packing = [
         [

@@ -1080,8 +1080,11 @@ SECOND_CLUSTER = "c9"
 """`fleet="two-clusters"`: the hand-made fleet with cluster c1 copied as c9, so gpu-000, gpu-001 and
 c1's job ids are in both clusters (SPEC "Fleet-wide identity"). c9 differs where the tests look:
 its gpu-001 was unavailable for 12 h on 2026-11-25 (10:00-22:00) and down at no other time of W48;
-its j-101 is named `j-101-in-c9`; and only c9 holds utilisation rows (gpu-001's GPU 0 split in two
-MIG instances, j-101 at 25 % mean activity) and c1 holds j-101's at 75 %."""
+its j-101 is named `j-101-in-c9`; both have an info straggler finding `a-6` on j-101 (rank 4, gpu-000
+GPU 4, 2026-11-25 10:00-12:00); and only c9 holds utilisation rows (gpu-001's GPU 0 split in two
+MIG instances, j-101 at 25 % mean activity) and c1 holds j-101's at 75 %. Utilisation of W48 for
+the tables that list job ids: idle j-101 12 GPU-h in c9, 4 in c1, idle j-103 2 GPU-h in c2 (each
+its team llm/default's top idle job), and MIG packing advice for c9's j-104 and c2's j-102."""
 
 C9_GPU001_INTERVALS = [
     ("gpu-001", W47, ts(25, 10), "available", None),
@@ -1130,6 +1133,16 @@ def _two_clusters(path: Path) -> Path:
         "UPDATE jobs SET name = 'j-101-in-c9' WHERE cluster = ? AND job_id = 'j-101'",
         [SECOND_CLUSTER],
     )
+    # a finding on a job both clusters have: rank 4 of j-101 slow on gpu-000's GPU 4, in each
+    for cluster in ("c1", SECOND_CLUSTER):
+        con.execute(
+            "INSERT INTO anomalies BY NAME SELECT 'a-6' AS anomaly_id, 'rank' AS entity_type, "
+            "'gpu-000' AS node, 4::SMALLINT AS gpu, ? AS uuid, 'j-101' AS job_id, 4 AS rank, "
+            "'straggler' AS kind, ?::TIMESTAMPTZ AS start_ts, ?::TIMESTAMPTZ AS end_ts, 2.0 AS score, "
+            "'info' AS severity, '{\"median_ratio\": 1.05}' AS evidence, 'watch' AS action, "
+            "0.0 AS impact_gpu_h, 0.0 AS goodput_lost_gpu_h, ? AS cluster",
+            [uuid("gpu-000", 4), ts(25, 10), ts(25, 12), cluster],
+        )
     con.execute(
         "INSERT INTO gpu_utilisation_daily BY NAME SELECT * FROM (VALUES "
         "(?, 'gpu-001', 0::SMALLINT, 1::SMALLINT, '3g.40gb', DATE '2026-11-25', 24.0, 6.0), "
@@ -1140,9 +1153,38 @@ def _two_clusters(path: Path) -> Path:
     con.execute(
         "INSERT INTO job_utilisation BY NAME SELECT * FROM (VALUES "
         "('c1', 'j-101', 16.0, 0.75, 0.9, 16, 16, false, 4.0, 10.0), "
-        "(?, 'j-101', 16.0, 0.25, 0.5, 8, 16, false, 12.0, 20.0)) "
+        "(?, 'j-101', 16.0, 0.25, 0.5, 8, 16, false, 12.0, 20.0), "
+        "('c2', 'j-103', 32.0, 0.5, 0.6, 16, 16, false, 2.0, 30.0)) "
         "AS t(cluster, job_id, measured_gpu_h, mean_activity, p95_activity, gpus_used, gpus_mapped, "
         "on_mig, idle_gpu_h, peak_memory_gib)",
+        [SECOND_CLUSTER],
+    )
+    # The scrape windows the tables above would come from are not needed (the page reads them
+    # only for a job without a `jobs` row): an empty table, so its queries bind.
+    con.execute(
+        "CREATE TABLE gpu_activity_windows (cluster VARCHAR, node VARCHAR, gpu SMALLINT, "
+        "gpu_i_id SMALLINT, gpu_i_profile VARCHAR, start_ts TIMESTAMPTZ, window_s DOUBLE, "
+        "activity DOUBLE, fb_used_mib DOUBLE, gpu_share DOUBLE, job_id VARCHAR, attempt INTEGER, "
+        "mapped_by VARCHAR)"
+    )
+    # team llm/default per cluster: the jobs above (busy = measured x mean activity)
+    con.execute(
+        "INSERT INTO team_utilisation_weekly BY NAME SELECT *, 'llm' AS team, 'default' AS queue, "
+        "'2026-W48' AS week, DATE '2026-11-23' AS week_start, 1 AS jobs FROM (VALUES "
+        "('c1', 16.0, 12.0, 0.75, 4.0, ['j-101']), "
+        "(?, 16.0, 4.0, 0.25, 12.0, ['j-101']), "
+        "('c2', 32.0, 16.0, 0.5, 2.0, ['j-103'])) "
+        "AS t(cluster, measured_gpu_h, busy_gpu_h, busy_share, idle_gpu_h, top_idle_jobs)",
+        [SECOND_CLUSTER],
+    )
+    con.execute(
+        "INSERT INTO mig_packing BY NAME SELECT *, '2026-W48' AS week, DATE '2026-11-23' AS week_start, "
+        "'NVIDIA H100 80GB HBM3' AS gpu_model, 1 AS jobs, '1g.10gb' AS profile, 1 / 7 AS gpu_share "
+        "FROM (VALUES "
+        "(?, 'notebook', ['j-104'], 0.5, 0.05, 4.0, 0.5 / 7, 0.5 * 6 / 7, 0.5 * 6 / 7 / 168), "
+        "('c2', 'sweep-lr', ['j-102'], 0.25, 0.1, 6.0, 0.25 / 7, 0.25 * 6 / 7, 0.25 * 6 / 7 / 168)) "
+        "AS t(cluster, workload, job_ids, gpu_h, p95_activity, peak_memory_gib, packed_gpu_h, "
+        "freed_gpu_h, gpus_freed)",
         [SECOND_CLUSTER],
     )
     con.close()

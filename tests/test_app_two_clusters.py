@@ -68,6 +68,24 @@ def test_shared_names_qualify_a_table_column() -> None:
     assert SharedNames().qualify(frame, "node", "node")["node"].to_list() == frame["node"].to_list()
 
 
+def test_shared_names_qualify_a_list_of_job_ids() -> None:
+    names = SharedNames.from_rows([("job", "7")])
+    frame = pl.DataFrame(
+        {
+            "job_ids": [["7", "8"], ["7"], [], None],
+            "cluster": ["east", None, "east", "east"],
+            "job_clusters": [["west", "west"], ["east"], [], None],
+        }
+    )
+    # one cluster per row: each shared id in the list takes it; a cluster not known leaves it bare
+    by_row = names.qualify(frame, "job_ids", "job")
+    assert by_row["job_ids"].to_list() == [["east/7", "8"], ["7"], [], None]
+    # a cluster per id (a team's top idle jobs summed over clusters)
+    by_id = names.qualify(frame, "job_ids", "job", "job_clusters")
+    assert by_id["job_ids"].to_list() == [["west/7", "8"], ["east/7"], [], None]
+    assert by_id.drop("job_ids").equals(frame.drop("job_ids"))  # only the named column
+
+
 def test_the_database_shares_the_names_the_tests_rely_on(use_db: Path) -> None:
     shared = sql(use_db, load_sql("app/shared_names"))
     assert shared.rows() == [
@@ -255,3 +273,108 @@ def test_the_anomaly_page_from_a_findings_link_lists_one_clusters_node(use_db: P
     table = at.dataframe[0].value
     assert set(table["node"]) == {f"{SECOND_CLUSTER}/gpu-001"}
     assert "Findings on node c9/gpu-001 only (from the link)." in [c.value for c in at.caption]
+
+
+def test_the_anomaly_list_qualifies_shared_job_ids(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK)
+    no_errors(at)
+    table = at.dataframe[0].value
+    jobs = table[table["job_id"].notna()]
+    # a-6 (j-101, in c1 and c9) qualified, each linking its own cluster's job; a-3 (j-103, c2 only) bare
+    assert sorted(jobs[["job_id", "link"]].values.tolist()) == [
+        ["c1/j-101", "/jobs?job=j-101&cluster=c1"],
+        ["c9/j-101", "/jobs?job=j-101&cluster=c9"],
+        ["j-103", "/jobs?job=j-103&cluster=c2"],
+    ]
+
+
+def _dataframe_with(at, column: str):
+    (frame,) = [df.value for df in at.dataframe if column in df.value.columns]
+    return frame
+
+
+def test_the_utilisation_page_qualifies_shared_job_ids(use_db: Path) -> None:
+    at = open_page("utilisation", week=WEEK)
+    no_errors(at)
+    # idle jobs, most idle first: c9's j-101 12 GPU-h, c1's j-101 4, c2's j-103 2 (unique: bare)
+    jobs = _dataframe_with(at, "job_link")
+    assert jobs[["job_id", "idle_gpu_h", "job_link"]].values.tolist() == [
+        ["c9/j-101", 12.0, "/jobs?job=j-101&cluster=c9"],
+        ["c1/j-101", 4.0, "/jobs?job=j-101&cluster=c1"],
+        ["j-103", 2.0, "/jobs?job=j-103&cluster=c2"],
+    ]
+    # team llm/default summed over the three clusters: idle 12 + 4 + 2 = 18 GPU-h; its top idle
+    # jobs, the most idle cluster's first, each qualified by its own cluster
+    teams = _dataframe_with(at, "top_idle_jobs")
+    assert teams[["team", "queue", "idle_gpu_h"]].values.tolist() == [["llm", "default", 18.0]]
+    assert list(teams["top_idle_jobs"][0]) == ["c9/j-101", "c1/j-101", "j-103"]
+    assert "top_idle_job_clusters" not in teams.columns
+    # MIG packing: c9's notebook (j-104, in c1 and c9 too) frees more than c2's sweep-lr (j-102)
+    packing = _dataframe_with(at, "job_ids")
+    assert packing["workload"].tolist() == ["notebook", "sweep-lr"]
+    assert [list(ids) for ids in packing["job_ids"]] == [["c9/j-104"], ["j-102"]]
+
+
+def test_the_utilisation_page_of_one_cluster_still_qualifies_a_shared_job_id(
+    use_db: Path,
+) -> None:
+    at = open_page("utilisation", week=WEEK, cluster="c1")
+    no_errors(at)
+    # only c1's j-101 is listed, but c9 has a j-101 too: the name stays qualified
+    assert _dataframe_with(at, "job_link")["job_id"].tolist() == ["c1/j-101"]
+    assert list(_dataframe_with(at, "top_idle_jobs")["top_idle_jobs"][0]) == ["c1/j-101"]
+
+
+# --- the anomaly list filtered by a node named in a link ------------------------------------
+
+
+def test_anomalies_of_a_bare_shared_node_name_ask_which_cluster(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-001", severity="critical")
+    no_errors(at)
+    # as on the node page: ambiguous, a choice per cluster, no cluster's findings until one is chosen
+    assert [w.value for w in at.warning] == [
+        "Node “gpu-001” is ambiguous: clusters c1, c9 each have a node of that name. Choose one:"
+    ]
+    assert not at.dataframe
+    assert _page_links(at) == ["Node c1/gpu-001", "Node c9/gpu-001"]
+    # each choice stays on the anomaly list with the link's filters, adding the cluster
+    assert _page_link_queries(at) == [
+        f"node=gpu-001&cluster=c1&week={WEEK}&severity=critical",
+        f"node=gpu-001&cluster=c9&week={WEEK}&severity=critical",
+    ]
+    assert {link.proto.page for link in at.get("page_link")} == {"anomalies"}
+
+
+def test_anomalies_of_a_node_the_clusters_filter_does_not_have(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-003", cluster="c1")
+    no_errors(at)
+    assert [w.value for w in at.warning] == [
+        "Node “gpu-003” is not in cluster c1; clusters with a node of that name: c2."
+    ]
+    assert not at.dataframe
+    assert _page_link_queries(at) == [f"node=gpu-003&cluster=c2&week={WEEK}"]
+
+
+def test_anomalies_of_a_bare_unique_node_name_list_its_findings(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-003")
+    no_errors(at)
+    assert not at.warning
+    table = at.dataframe[0].value
+    # gpu-003 (c2 only) in W48: a-5 condition_flap (critical) before a-3 j-103's straggler (warn)
+    assert table[["node", "kind", "job_id"]].fillna("").values.tolist() == [
+        ["gpu-003", "condition_flap", ""],
+        ["gpu-003", "straggler", "j-103"],
+    ]
+    assert "Findings on node gpu-003 only (from the link)." in [c.value for c in at.caption]
+    assert at.query_params["node"] == "gpu-003"
+
+
+def test_anomalies_of_an_unknown_node_list_every_node(use_db: Path) -> None:
+    at = open_page("anomalies", week=WEEK, node="gpu-999")
+    no_errors(at)
+    assert [w.value for w in at.warning] == [
+        "Unknown node “gpu-999” in the link; showing every node."
+    ]
+    # every finding of W48: a-1, a-2, a-6 in c1 and c9, a-3 and a-5 in c2
+    assert len(at.dataframe[0].value) == 8
+    assert "node" not in at.query_params

@@ -220,6 +220,20 @@ def test_mig_instance_samples_keep_their_cluster_and_weekly_utilisation_adds_up(
     assert rows["c2"][1] == pytest.approx(rows["c1"][1] / 2)
 
 
+def test_the_reports_top_idle_jobs_name_each_jobs_cluster(mig_fleets):
+    from pipelines.report import build_report, to_markdown
+    from pipelines.weeks import IsoWeek
+
+    markdown = to_markdown(build_report(mig_fleets["both"], IsoWeek.parse("2026-W48")))
+    # llm/batch: j8 held 8 GPUs and left 7 idle for the hour in each cluster (c2's halved activity
+    # is still 0 on GPUs 1-7): 7 + 7 idle GPU-h, and j8 is a job id of both, so each is qualified
+    # (equal idle hours: c1's first)
+    (row,) = [line for line in markdown.splitlines() if line.startswith("| llm | batch |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[5] == "14.0"
+    assert cells[-1] == "c1/j8, c2/j8"
+
+
 @pytest.mark.parametrize("name", [EAST, WEST])
 def test_reloading_either_batch_changes_nothing(fleets, name):
     con = fleets["both"]

@@ -59,17 +59,29 @@ ui.set_url(
     status=None if status == "*" else status,
 )
 
-# `node` comes from links (the Remediation page's "findings"); there is no picker for it.
+# `node` comes from links (the Remediation page's "findings"); there is no picker for it. Like a
+# node page, a name several clusters have needs the link's cluster: without it the page lists
+# the clusters to choose from, never every cluster's node of that name.
 node = ui.url_param("node")
-if node is not None and node not in set(data.query("node_names")["node"].to_list()):
-    st.warning(f"Unknown node “{fmt.text(node)}” in the link; showing every node.")
-    node = None
-ui.set_url(node=node)
 if node is not None:
-    # with a cluster in the link, that cluster's node; without, every cluster's node of that name
-    in_cluster = None if filters.cluster == ui.ALL_CLUSTERS else filters.cluster
-    shown = ui.shared_names().node(node, in_cluster)
-    st.caption(f"Findings on node {fmt.text(shown)} only (from the link).")
+    located = ui.locate("node", node)
+    unknown = f"Unknown node “{fmt.text(node)}” in the link; showing every node."
+    if not located.clusters:  # a stale filter: the page still lists every node's findings
+        st.warning(unknown)
+        node = None
+    elif located.cluster is None:
+        ui.explain_unlocated(
+            located,
+            "node",
+            unknown,
+            page=ui.ANOMALIES,
+            keep=("week", "severity", "kind", "status"),
+        )
+        st.stop()
+    else:
+        shown = ui.shared_names().node(node, located.cluster)
+        st.caption(f"Findings on node {fmt.text(shown)} only (from the link).")
+ui.set_url(node=node)
 
 rows = data.query(
     "anomaly_list",

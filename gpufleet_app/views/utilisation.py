@@ -26,6 +26,7 @@ if missing:
     )
 
 week = str(filters.week)
+shared = ui.shared_names()  # job ids another cluster also has are shown as cluster/job
 summary = data.query("kpis", **params).filter(pl.col("week") == week)
 current = summary.row(0, named=True) if summary.height else {}
 left, middle, right = st.columns(3)
@@ -61,7 +62,9 @@ if teams.is_empty():
     )
 else:
     ui.table(
-        teams,
+        shared.qualify(teams, "top_idle_jobs", "job", "top_idle_job_clusters").drop(
+            "top_idle_job_clusters"
+        ),
         key="utilisation_teams",
         column_config={
             "measured_gpu_h": st.column_config.NumberColumn(
@@ -80,9 +83,14 @@ jobs = data.query("utilisation_jobs", **params)
 if jobs.is_empty():
     st.info("No job held a GPU idle this week.")
 else:
-    linked = jobs.with_columns(job_link=ui.job_link(pl.col("job_id"), pl.col("cluster")))
+    linked = shared.qualify(
+        jobs.with_columns(job_link=ui.job_link(pl.col("job_id"), pl.col("cluster"))),
+        "job_id",
+        "job",
+    )
     ui.table(
         linked.select(
+            "job_id",
             "job_link",
             "name",
             "team",
@@ -101,7 +109,8 @@ else:
         ),
         key="utilisation_jobs",
         column_config={
-            "job_link": st.column_config.LinkColumn("job", display_text=r"/jobs\?job=([^&]*)"),
+            "job_id": st.column_config.TextColumn("job"),
+            "job_link": st.column_config.LinkColumn("open", display_text="open ↗"),
             "idle_gpu_h": st.column_config.NumberColumn("idle GPU-h", format="%.1f"),
             "gpus_mapped": st.column_config.NumberColumn(
                 "GPUs held", help="GPUs and MIG instances mapped to it."
@@ -135,7 +144,7 @@ else:
         "on average over the week."
     )
     ui.table(
-        packing,
+        shared.qualify(packing, "job_ids", "job"),
         key="utilisation_packing",
         column_config={
             "gpu_h": st.column_config.NumberColumn("GPU-h held", format="%.1f"),
