@@ -801,7 +801,7 @@ NOT_CARRIED = {"reason", "message", "source", "evidence", "hardware_signal"}
 @pytest.mark.slow
 def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     require(available(), "Prometheus (Debian package `prometheus`)")
-    from pipelines.compute import compute
+    from pipelines.compute import BOOKKEEPING_TABLES, compute
     from pipelines.config import Settings
     from pipelines.simulate import SimulationConfig, simulate
     from pipelines.store import TableInput, load_batch, open_store
@@ -833,14 +833,7 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     for table in PROMETHEUS_TABLES:
         assert table_differences(via_prom, direct, table, NOT_CARRIED) is None
     # Every derived table (metrics, anomalies) computed from either database is the same.
-    landing_and_bookkeeping = set(landing) | {
-        "load_log",
-        "ingest_watermarks",
-        "gpu_devices",
-        "compute_log",
-        "ingest_incomplete",
-        "ingest_partial_log",
-    }
+    landing_and_bookkeeping = set(landing) | BOOKKEEPING_TABLES
     compute(direct, Settings())
     compute(via_prom, Settings())
     derived = [
