@@ -26,7 +26,7 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 
 The package, in the order of the data: `settings` (the `[prometheus]` section), `plan` (queries,
 chunks, PromQL), `client` (HTTP, retries, partial answers), `parse` (answers to columns, labels
-to nodes, GPUs and jobs), `landing` (series to landing rows), `load` (staging, spilled to disk
+to nodes, GPUs and jobs), `landing` (series to landing rows), `stage` (staging, spilled to disk
 past a size), `fetch` (one query's window chunk by chunk, partial chunks stopped at or kept),
 `inventory` (nodes and GPU devices), `bookkeeping` (watermarks and incomplete windows),
 `report` (what a run reports), `ingest` (one run) and `PrometheusSource` below (the `Source`
@@ -50,7 +50,6 @@ from pipelines.sources.prometheus.client import (
     redact_url,
 )
 from pipelines.sources.prometheus.ingest import ingest_prometheus
-from pipelines.sources.prometheus.load import Stage
 from pipelines.sources.prometheus.parse import (
     Chunk,
     job_of_labels,
@@ -71,6 +70,7 @@ from pipelines.sources.prometheus.settings import (
     DEFAULT_NODE_METRICS,
     PrometheusSettings,
 )
+from pipelines.sources.prometheus.stage import Stage
 from pipelines.sources.protocol import Source, SourceReport
 
 __all__ = [

@@ -21,10 +21,10 @@ from pipelines.sources.prometheus.client import PrometheusClient
 from pipelines.sources.prometheus.fetch import Fetcher
 from pipelines.sources.prometheus.inventory import read_inventory, write_devices
 from pipelines.sources.prometheus.landing import Landing
-from pipelines.sources.prometheus.load import Stage
 from pipelines.sources.prometheus.plan import Query, from_ms, plan_queries, to_ms
 from pipelines.sources.prometheus.report import IngestReport, QueryReport
 from pipelines.sources.prometheus.settings import PrometheusSettings
+from pipelines.sources.prometheus.stage import Stage
 from pipelines.store import ROW_COLUMN, TableInput, ensure_schema, load_batch
 
 
