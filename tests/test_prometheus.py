@@ -33,7 +33,7 @@ from pipelines.sources.prometheus import (
     read_watermarks,
     redact_url,
 )
-from pipelines.sources.prometheus.load import Stage
+from pipelines.sources.prometheus.stage import Stage
 from pipelines.store import open_store, row_counts
 from pipelines.times import parse_time
 from testkit.equivalence import table_differences

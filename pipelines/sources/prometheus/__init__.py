@@ -26,8 +26,11 @@ machine: each selector becomes a subquery `<fn>_over_time(selector[step])[d:step
 
 The package, in the order of the data: `settings` (the `[prometheus]` section), `plan` (queries,
 chunks, PromQL), `client` (HTTP, retries, partial answers), `parse` (answers to columns, labels
-to nodes, GPUs and jobs), `landing` (series to landing rows), `load` (staging and the
-bookkeeping tables), `ingest` (one run) and `PrometheusSource` below (the `Source` the CLI runs).
+to nodes, GPUs and jobs), `landing` (series to landing rows), `stage` (staging, spilled to disk
+past a size), `fetch` (one query's window chunk by chunk, partial chunks stopped at or kept),
+`inventory` (nodes and GPU devices), `bookkeeping` (watermarks and incomplete windows),
+`report` (what a run reports), `ingest` (one run) and `PrometheusSource` below (the `Source`
+the CLI runs).
 """
 
 from __future__ import annotations
@@ -39,21 +42,14 @@ from typing import ClassVar
 
 import duckdb
 
+from pipelines.sources.prometheus.bookkeeping import read_incomplete, read_watermarks
 from pipelines.sources.prometheus.client import (
     Answer,
     PrometheusClient,
     read_credentials,
     redact_url,
 )
-from pipelines.sources.prometheus.ingest import (
-    IngestReport,
-    PartialChunk,
-    QueryReport,
-    count,
-    ingest_prometheus,
-    partial_summary,
-)
-from pipelines.sources.prometheus.load import Stage, read_incomplete, read_watermarks
+from pipelines.sources.prometheus.ingest import ingest_prometheus
 from pipelines.sources.prometheus.parse import (
     Chunk,
     job_of_labels,
@@ -62,11 +58,19 @@ from pipelines.sources.prometheus.parse import (
     parse_matrix,
 )
 from pipelines.sources.prometheus.plan import MAX_POINTS_PER_SERIES, chunks
+from pipelines.sources.prometheus.report import (
+    IngestReport,
+    PartialChunk,
+    QueryReport,
+    count,
+    partial_summary,
+)
 from pipelines.sources.prometheus.settings import (
     DEFAULT_GPU_METRICS,
     DEFAULT_NODE_METRICS,
     PrometheusSettings,
 )
+from pipelines.sources.prometheus.stage import Stage
 from pipelines.sources.protocol import Source, SourceReport
 
 __all__ = [

@@ -10,10 +10,10 @@ import numpy as np
 import polars as pl
 
 from pipelines.errors import ConfigError
-from pipelines.sources.prometheus.load import Stage
 from pipelines.sources.prometheus.parse import Chunk, mig_instance, node_of, samples_frame
 from pipelines.sources.prometheus.plan import Query
 from pipelines.sources.prometheus.settings import PrometheusSettings
+from pipelines.sources.prometheus.stage import Stage
 
 
 class Landing:

@@ -1,11 +1,9 @@
-"""Loading: fetched chunks staged (spilled to temporary tables past a size) until the one
-load transaction, and the bookkeeping tables of a run (watermarks, windows loaded from
-partial answers)."""
+"""Staging: fetched chunks kept (spilled to temporary tables past a size) until the one load
+transaction, then handed to the loader as one input per table, unique by natural key."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 
 import duckdb
 import polars as pl
@@ -117,26 +115,3 @@ class Stage:
             self.con.execute(f"DROP TABLE IF EXISTS __stage_{table}")
         for final in self.finals:
             self.con.execute(f"DROP TABLE IF EXISTS {final}")
-
-
-def read_incomplete(
-    con: duckdb.DuckDBPyConnection, source: str
-) -> dict[str, list[tuple[datetime, datetime]]]:
-    """Windows of `source` loaded from partial answers, per query key, oldest first."""
-    rows = con.execute(
-        "SELECT query_key, start_ts, end_ts FROM ingest_incomplete WHERE source = $source "
-        "ORDER BY query_key, start_ts",
-        {"source": source},
-    ).fetchall()
-    out: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
-    for key, a, b in rows:
-        out[key].append((a, b))
-    return dict(out)
-
-
-def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, datetime]:
-    rows = con.execute(
-        "SELECT query_key, max(watermark_ts) FROM ingest_watermarks WHERE source = $source GROUP BY query_key",
-        {"source": source},
-    ).fetchall()
-    return {k: v for k, v in rows}
