@@ -382,7 +382,12 @@ def ingest_rank_steps_cmd(
 @app.command()
 def compute(
     ctx: typer.Context,
-    force: Annotated[bool, typer.Option(help="Recompute even if nothing changed.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Recompute everything, even if nothing changed, kept tables (gpu_samples_15m) included."
+        ),
+    ] = False,
 ) -> None:
     """(Re)build the derived tables and views from the landing tables."""
     import duckdb
