@@ -39,9 +39,11 @@ def wait_until(predicate, seconds: float) -> bool:
 def start(args: list[str], cwd: Path, *, stderr=subprocess.DEVNULL) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # As from a terminal: a test runner started in the background may hand down SIGINT ignored,
-    # so the command starts with Python's own Ctrl+C handler in place.
+    # and one started under `nohup` SIGHUP, so the command starts with Python's own Ctrl+C
+    # handler and the default SIGHUP action in place (gpufleet keeps an ignored signal ignored).
     launcher = (
         "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "signal.signal(signal.SIGHUP, signal.SIG_DFL); "
         "sys.argv = ['gpufleet', *sys.argv[1:]]; runpy.run_module('pipelines', run_name='__main__')"
     )
     return subprocess.Popen(
