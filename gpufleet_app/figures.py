@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from gpufleet_app import charts
+from pipelines import charts
 
 ALL_CLUSTERS = "*"
 PALETTE = plotly.colors.qualitative.Plotly

@@ -9,7 +9,8 @@ from datetime import date
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import charts, data, figures, fmt, ui
+from gpufleet_app import data, figures, fmt, ui
+from pipelines import charts
 from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
 
 

@@ -670,58 +670,19 @@ def to_json(report: WeeklyReport) -> str:
 def _figures(report: WeeklyReport) -> list[Any]:
     import plotly.graph_objects as go
 
+    from pipelines import charts
+
     figures = []
-    # `part` rows (allocated but idle) are part of a level, not a step of the waterfall.
+    # The dashboard's waterfall and Pareto, from the report's rows: `part` rows (allocated but
+    # idle) are part of a level, not a step of the waterfall.
     stack = report.goodput_stack.filter(pl.col("kind") != "part")
     if not stack.is_empty():
+        levels = dict(zip(stack["level"].to_list(), stack["gpu_h"].to_list()))
+        figures.append(charts.goodput_waterfall({f"{k}_gpu_h": v for k, v in levels.items()}))
+    if not report.failures.is_empty():
         figures.append(
-            go.Figure(
-                go.Waterfall(
-                    x=stack["level"].to_list(),
-                    y=[
-                        v if k == "total" else -v
-                        for v, k in zip(stack["gpu_h"].to_list(), stack["kind"].to_list())
-                    ],
-                    measure=[
-                        "absolute" if lvl == "capacity" else "total" if k == "total" else "relative"
-                        for lvl, k in zip(stack["level"].to_list(), stack["kind"].to_list())
-                    ],
-                    text=[_gpu_h(v) for v in stack["gpu_h"].to_list()],
-                    textposition="outside",
-                ),
-                layout={
-                    "title": "Goodput stack (GPU-hours)",
-                    "yaxis_title": "GPU-hours",
-                    "showlegend": False,
-                },
-            )
+            charts.failure_pareto(report.failures.rename({"cumulative_share": "cum_share"}))
         )
-    failures = report.failures
-    if not failures.is_empty():
-        labels = [f"{c}: {k}" for c, k in zip(failures["failure_class"], failures["cause"])]
-        fig = go.Figure(
-            [
-                go.Bar(x=labels, y=failures["attempts"].to_list(), name="attempts"),
-                go.Scatter(
-                    x=labels,
-                    y=[v * 100 for v in failures["cumulative_share"].to_list()],
-                    name="cumulative %",
-                    yaxis="y2",
-                    mode="lines+markers",
-                ),
-            ],
-            layout={
-                "title": "Failures by class and cause (Pareto)",
-                "yaxis_title": "attempts",
-                "yaxis2": {
-                    "overlaying": "y",
-                    "side": "right",
-                    "range": [0, 105],
-                    "title": "cumulative %",
-                },
-            },
-        )
-        figures.append(fig)
     nodes = report.names.qualify(report.top_nodes, "node", "node")
     if not nodes.is_empty():
         figures.append(

@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from gpufleet_app import charts, figures
+from gpufleet_app import figures
+from pipelines import charts
 from tests.app_helpers import no_errors, open_page
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)

@@ -116,7 +116,7 @@ def test_reader_on_a_missing_file_raises_and_creates_nothing(tmp_path: Path) -> 
 def test_gpu_chart_breaks_only_at_telemetry_gaps(minutes: list[int], breaks: int) -> None:
     import polars as pl
 
-    from gpufleet_app.charts import _with_gaps
+    from pipelines.charts import _with_gaps
 
     start = datetime(2026, 11, 23, tzinfo=UTC)
     samples = pl.DataFrame(

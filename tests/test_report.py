@@ -124,8 +124,10 @@ def test_html_is_self_contained_and_has_the_numbers(report):
     assert "plotly.js v" in page
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=", page)
-    # the waterfall carries the stack's GPU-hours
-    assert '"Goodput stack (GPU-hours)"' in page and "3,984.0" in page
+    # the dashboard's waterfall and Pareto (pipelines/charts.py); the waterfall carries the
+    # stack's GPU-hours
+    assert "Where the GPU-hours went (goodput stack)" in page and '"3,984"' in page
+    assert "Failed attempts by cause (Pareto)" in page
 
 
 def test_cluster_scope(fixture_db):

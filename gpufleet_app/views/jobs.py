@@ -4,7 +4,8 @@ be left out where the job id is unique in the fleet)."""
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import charts, data, fmt, ui
+from gpufleet_app import data, fmt, ui
+from pipelines import charts
 
 HEATMAP_MAX_COLUMNS = 200
 OUTCOMES = {

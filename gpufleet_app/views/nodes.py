@@ -5,7 +5,8 @@ unique in the fleet)."""
 import polars as pl
 import streamlit as st
 
-from gpufleet_app import charts, data, figures, fmt, telemetry, ui
+from gpufleet_app import data, figures, fmt, telemetry, ui
+from pipelines import charts
 
 # DCGM fields the drill-down can chart, with units (dcgm-exporter names). Error counters are
 # not charted here as cumulative totals: the telemetry sections show them (and the NVLink

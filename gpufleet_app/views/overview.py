@@ -4,8 +4,9 @@ import polars as pl
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from gpufleet_app import charts, data, fmt, trends, ui
+from gpufleet_app import data, fmt, trends, ui
 from gpufleet_app.kpis import ESCAPE_KPIS, KPIS, Kpi
+from pipelines import charts
 
 st.title("Fleet overview")
 filters = ui.week_and_cluster()
