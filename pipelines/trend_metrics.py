@@ -1,13 +1,16 @@
-"""The weekly trend metrics, declared once: which `weekly_summary` columns the dashboard's *Trends*
-section and the report's trend table show, how each reads, and which appear only once some week
-has a value. Both read the rows from `queries/app/trends.sql`."""
+"""The weekly trend metrics: which `weekly_summary` columns the dashboard's *Trends* section and
+the report's trend table show, how each reads, and which appear only once some week has a value.
+They are the weekly metrics catalogue's rows with a `trend_title` (`queries/data/weekly_metrics.csv`,
+`pipelines.weekly_metrics`), in its order. Both read the rows from `queries/app/trends.sql`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast, get_args
 
 import polars as pl
+
+from pipelines.weekly_metrics import WEEKLY_METRICS, WeeklyMetric
 
 TREND_WEEKS = 12
 """Weeks in the sparklines, the Trends section and the report's trend table, the chosen week included."""
@@ -33,21 +36,24 @@ class TrendMetric:
         return self.unit == "ratio"
 
 
-TREND_METRICS: tuple[TrendMetric, ...] = (
-    TrendMetric("node_availability", "Node availability %", "Availability", "ratio"),
-    TrendMetric("job_success_rate", "Job success %", "Job success", "ratio"),
-    TrendMetric("job_success_rate_gpu_h", "Job success, GPU-h weighted %", None, "ratio"),
-    TrendMetric("goodput", "Goodput %", "Goodput", "ratio"),
-    TrendMetric("ettr", "ETTR %", "ETTR", "ratio"),
-    TrendMetric("mtbf_h", "MTBF (h)", "MTBF", "hours"),
-    TrendMetric("mttr_h", "MTTR (h)", "MTTR", "hours"),
-    TrendMetric(
-        "interruptions_per_1k_gpu_days",
-        "Interruptions / 1,000 GPU-days",
-        "Interruptions / 1,000 GPU-days",
-        "per 1,000 GPU-days",
-    ),
-    TrendMetric("escape_rate", "Escape rate %", "Escape rate", "ratio", only_when_present=True),
+def trend_metric(metric: WeeklyMetric) -> TrendMetric:
+    """A catalogue row with a trend title as the trend it draws."""
+    if metric.unit not in get_args(Unit):
+        raise ValueError(
+            f"weekly_metrics.csv: {metric.metric}: a trend's unit is one of "
+            f"{', '.join(get_args(Unit))}, not {metric.unit!r}"
+        )
+    return TrendMetric(
+        column=metric.metric,
+        title=metric.trend_title,
+        report_label=metric.trend_label or None,
+        unit=cast(Unit, metric.unit),
+        only_when_present=metric.trend_when_present,
+    )
+
+
+TREND_METRICS: tuple[TrendMetric, ...] = tuple(
+    trend_metric(metric) for metric in WEEKLY_METRICS if metric.trend_title
 )
 
 

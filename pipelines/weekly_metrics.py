@@ -1,7 +1,8 @@
 """The weekly metrics, declared once in `queries/data/weekly_metrics.csv`: which `weekly_summary`
 columns the weekly review shows, in which order, their label, unit, better direction, whether the
-dashboard's overview shows one as a card, and its help text. The report's summary reads the file in
-SQL (`queries/report/summary.sql`, `$weekly_metrics`); the dashboard's cards read it here."""
+dashboard's overview shows one as a card, its help text, and whether the 12-week trends show it
+(`pipelines/trend_metrics.py`). The report's summary reads the file in SQL
+(`queries/report/summary.sql`, `$weekly_metrics`); the dashboard's cards and trends read it here."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pipelines.sql import BUNDLED_DATA, data_path
 Card = Literal["kpi_row", "escapes", ""]
 """Where the overview shows the metric as a card: its KPI row, its Escapes section, or nowhere."""
 CARDS: tuple[Card, ...] = ("kpi_row", "escapes", "")
+TREND_COLUMNS = ("trend_title", "trend_label", "trend_when_present")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,12 @@ class WeeklyMetric:
     higher_is_better: bool
     card: Card
     help: str
+    trend_title: str = ""
+    """The dashboard's trend panel title (with its unit); empty: not among the trends."""
+    trend_label: str = ""
+    """The report's trend-table header; empty: the trend is on the dashboard only."""
+    trend_when_present: bool = False
+    """The trend is shown only once some week has a value (the escape rate needs fleet failures)."""
 
     @property
     def card_label(self) -> str:
@@ -53,6 +61,17 @@ def read_catalogue(path: str) -> tuple[WeeklyMetric, ...]:
             raise ValueError(f"weekly_metrics.csv: {row['metric']}: better is {row['better']!r}")
         if row["card"] not in CARDS:
             raise ValueError(f"weekly_metrics.csv: {row['metric']}: card is {row['card']!r}")
+        # Rows may stop before the trend columns (a metric that is not a trend).
+        trend = {name: row.get(name) or "" for name in TREND_COLUMNS}
+        if trend["trend_when_present"] not in ("yes", ""):
+            raise ValueError(
+                f"weekly_metrics.csv: {row['metric']}: trend_when_present is "
+                f"{trend['trend_when_present']!r} (yes or empty)"
+            )
+        if trend["trend_label"] and not trend["trend_title"]:
+            raise ValueError(
+                f"weekly_metrics.csv: {row['metric']}: a trend_label needs a trend_title"
+            )
         metrics.append(
             WeeklyMetric(
                 position=int(row["position"]),
@@ -63,6 +82,9 @@ def read_catalogue(path: str) -> tuple[WeeklyMetric, ...]:
                 higher_is_better=row["better"] == "higher",
                 card=cast(Card, row["card"]),
                 help=row["help"],
+                trend_title=trend["trend_title"],
+                trend_label=trend["trend_label"],
+                trend_when_present=trend["trend_when_present"] == "yes",
             )
         )
     return tuple(sorted(metrics, key=lambda m: m.position))

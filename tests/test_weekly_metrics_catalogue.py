@@ -172,3 +172,67 @@ def test_the_bundled_catalogue_is_bound_unless_a_caller_names_another():
         "metric": "goodput",
     }
     assert bind("SELECT $metric", {"metric": "goodput"}) == {"metric": "goodput"}
+
+
+def test_the_trends_are_the_catalogue_rows_with_a_trend_title():
+    from pipelines.trend_metrics import TREND_METRICS
+
+    assert [
+        (t.column, t.title, t.report_label, t.unit, t.only_when_present) for t in TREND_METRICS
+    ] == [
+        (m.metric, m.trend_title, m.trend_label or None, m.unit, m.trend_when_present)
+        for m in WEEKLY_METRICS
+        if m.trend_title
+    ]
+    # What the dashboard and the report showed before the catalogue held them.
+    assert [t.column for t in TREND_METRICS] == [
+        "node_availability",
+        "job_success_rate",
+        "job_success_rate_gpu_h",
+        "goodput",
+        "ettr",
+        "mtbf_h",
+        "mttr_h",
+        "interruptions_per_1k_gpu_days",
+        "escape_rate",
+    ]
+    dashboard_only = [t.column for t in TREND_METRICS if t.report_label is None]
+    assert dashboard_only == ["job_success_rate_gpu_h"]
+    assert [t.column for t in TREND_METRICS if t.only_when_present] == ["escape_rate"]
+
+
+def test_a_catalogue_row_may_stop_before_its_trend(tmp_path):
+    header, first = Path(weekly_metrics_path()).read_text().splitlines()[:2]
+    short = ",".join(first.split(",")[: header.split(",").index("help") + 1])
+    catalogue = tmp_path / "weekly_metrics.csv"
+    catalogue.write_text(f"{header}\n{short}\n")
+    (metric,) = read_catalogue(str(catalogue))
+    assert (metric.trend_title, metric.trend_label, metric.trend_when_present) == ("", "", False)
+
+
+@pytest.mark.parametrize(
+    ("cells", "message"),
+    [
+        ({"trend_when_present": "sometimes"}, "trend_when_present is 'sometimes'"),
+        ({"trend_title": "", "trend_label": "Availability"}, "a trend_label needs a trend_title"),
+    ],
+    ids=["when_present", "label_without_title"],
+)
+def test_a_malformed_trend_is_refused(tmp_path, cells, message):
+    header, first = Path(weekly_metrics_path()).read_text().splitlines()[:2]
+    names = header.split(",")
+    row = first.split(",")
+    for name, value in cells.items():
+        row[names.index(name)] = value
+    catalogue = tmp_path / "weekly_metrics.csv"
+    catalogue.write_text("\n".join([header, ",".join(row)]) + "\n")
+    with pytest.raises(ValueError, match=message):
+        read_catalogue(str(catalogue))
+
+
+def test_a_trend_in_a_unit_the_panels_cannot_draw_is_refused():
+    from pipelines.trend_metrics import trend_metric
+
+    attempts = next(m for m in WEEKLY_METRICS if m.unit == "attempts")
+    with pytest.raises(ValueError, match="not 'attempts'"):
+        trend_metric(attempts)

@@ -10,9 +10,12 @@
 WITH
 catalogue AS (
     SELECT position, metric, label, unit, better
-    FROM read_csv($weekly_metrics, header = true, columns = {
+    -- null_padding: a row may stop before the trend columns (a metric that is not a trend).
+    FROM read_csv($weekly_metrics, header = true, auto_detect = false, delim = ',', quote = '"',
+                  escape = '"', null_padding = true, columns = {
         'position': 'INTEGER', 'metric': 'VARCHAR', 'label': 'VARCHAR', 'short_label': 'VARCHAR',
-        'unit': 'VARCHAR', 'better': 'VARCHAR', 'card': 'VARCHAR', 'help': 'VARCHAR'})
+        'unit': 'VARCHAR', 'better': 'VARCHAR', 'card': 'VARCHAR', 'help': 'VARCHAR',
+        'trend_title': 'VARCHAR', 'trend_label': 'VARCHAR', 'trend_when_present': 'VARCHAR'})
 ),
 current_week AS (
     SELECT * FROM weekly_summary WHERE week = $week AND cluster = $cluster
