@@ -196,11 +196,16 @@ def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
     cluster's numbers are those of the cluster loaded alone.
     """
     db = quote_ident(_database(con))
-    for table in LANDING_TABLES:
+    for table in _SCOPED_TABLES:
         con.execute(
             f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
             f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {_literal(cluster)}"
         )
+
+
+# The landing tables, and gpu_series: steps that read the sample storage directly (by integer
+# series id, cheaper than the gpu_samples view's strings) find their cluster's series through it.
+_SCOPED_TABLES: tuple[str, ...] = (*LANDING_TABLES, "gpu_series")
 
 
 def _literal(value: str) -> str:
@@ -208,7 +213,7 @@ def _literal(value: str) -> str:
 
 
 def _unscope(con: duckdb.DuckDBPyConnection) -> None:
-    for table in LANDING_TABLES:
+    for table in _SCOPED_TABLES:
         con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
 
 
@@ -420,23 +425,24 @@ def compute(
             con.execute("DROP TABLE IF EXISTS anomalies")
             for statement in statements(load_sql("schema/derived")):
                 con.execute(statement)
+            # No try/finally around the pass: after a failed statement the transaction is
+            # aborted, a cleanup statement would fail too and hide the real error, and the
+            # rollback below takes the temp views with it.
             if len(clusters) > 1:
                 _scope_to(con, cluster)
-            try:
-                for step in _steps():
-                    if step.kept:
-                        continue
-                    if progress:
-                        progress(step.name)
-                    t0 = time.perf_counter()
-                    if step.run is None:
-                        execute(con, f"derived/{step.name}", params)
-                    else:
-                        step.run(con, settings)
-                    timings[step.name] = timings.get(step.name, 0.0) + time.perf_counter() - t0
-            finally:
-                if len(clusters) > 1:
-                    _unscope(con)
+            for step in _steps():
+                if step.kept:
+                    continue
+                if progress:
+                    progress(step.name)
+                t0 = time.perf_counter()
+                if step.run is None:
+                    execute(con, f"derived/{step.name}", params)
+                else:
+                    step.run(con, settings)
+                timings[step.name] = timings.get(step.name, 0.0) + time.perf_counter() - t0
+            if len(clusters) > 1:
+                _unscope(con)
             _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
         if len(clusters) > 1:
             _publish_collected(con)

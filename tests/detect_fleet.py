@@ -47,6 +47,8 @@ class Fleet:
     steps: list[dict[str, Any]] = field(default_factory=list)
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     ready: dict[str, list[str | None]] = field(default_factory=dict)
+    # (node, gpu) -> (minute, uuid): the GPU was swapped; from that minute it reports this UUID.
+    swapped: dict[tuple[str, int], tuple[int, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for node in self.nodes:
@@ -72,6 +74,12 @@ class Fleet:
                 for i in minutes:
                     s[i] = None
 
+    def uuid(self, node: str, gpu: int, minute: int) -> str:
+        swap = self.swapped.get((node, gpu))
+        if swap is not None and minute >= swap[0]:
+            return swap[1]
+        return f"GPU-{node}-{gpu}"
+
     def frames(self) -> dict[str, pl.DataFrame]:
         nodes = pl.DataFrame(
             {
@@ -84,7 +92,7 @@ class Fleet:
             }
         )
         rows = [
-            {"ts": at(i), "node": n, "gpu": g, "uuid": f"GPU-{n}-{g}", "metric": m, "value": v}
+            {"ts": at(i), "node": n, "gpu": g, "uuid": self.uuid(n, g, i), "metric": m, "value": v}
             for (n, g, m), s in self.series.items()
             for i, v in enumerate(s)
             if v is not None

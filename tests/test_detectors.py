@@ -199,6 +199,28 @@ def test_throttled_gpu_below_peers(con):
     ]
 
 
+@pytest.mark.parametrize(
+    ("swap_minute", "expected_uuid"),
+    [
+        # Swapped at minute 20, before the finding starts (42): the new GPU's UUID.
+        pytest.param(20, "GPU-n1-3-new", id="swapped-before"),
+        # Swapped at minute 60, during the episode: the UUID of the GPU when it started.
+        pytest.param(60, "GPU-n1-3", id="swapped-during"),
+    ],
+)
+def test_a_peer_finding_names_the_gpu_that_was_in_the_slot_when_it_started(
+    con, swap_minute, expected_uuid
+):
+    # The throttling case above, on an index whose GPU was replaced (a new UUID, same index).
+    fleet = Fleet()
+    fleet.set("n1", 3, CLOCK, {i: 1700.0 for i in range(30, 90)})
+    fleet.swapped[("n1", 3)] = (swap_minute, "GPU-n1-3-new")
+    rows = only(findings(con, fleet), "throttling")
+    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"]) for r in rows] == [
+        (3, expected_uuid, at(42), at(90))
+    ]
+
+
 def test_hot_gpu_above_peers(con):
     # GPU 4 at 78 C (+18 C) from minute 0: at the start of the data the window is not full; it needs
     # half its 15 expected samples (7.5, so 8: minutes 0..7), all deviating (>= 80 %): minute 7.

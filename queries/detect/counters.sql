@@ -23,6 +23,15 @@ WITH rules(metric, kind, mode, threshold, severity, action) AS (
         ('DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', 'nvlink_error_rate', 'counter', $det_nvlink_errors_per_window, 'warn', 'cordon'),
         ('DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', 'nvlink_error_rate', 'counter', $det_nvlink_errors_per_window, 'warn', 'cordon')
 ),
+-- The series of the rules' metrics, from gpu_series (the pass's cluster alone): the samples are
+-- then read by integer series id, not through the gpu_samples view's strings.
+rule_series AS (
+    SELECT g.series_id, g.node, g.gpu, g.uuid, r.kind, r.mode, r.threshold, r.severity, r.action,
+           m.metric_id
+    FROM gpu_series g
+    JOIN rules r USING (metric)
+    JOIN (SELECT metric, row_number() OVER () AS metric_id FROM rules) m USING (metric)
+),
 -- Only a GPU and kind that can fire needs its samples ordered: a counter that changed at least
 -- once (a constant counter never increases) or a level that reached the threshold. One hash
 -- aggregation finds them and numbers them; the window functions below then sort narrow rows
@@ -30,23 +39,22 @@ WITH rules(metric, kind, mode, threshold, severity, action) AS (
 active AS (
     SELECT row_number() OVER () AS series, node, gpu, kind, mode, threshold, severity, action
     FROM (
-        SELECT s.node, s.gpu, r.kind, any_value(r.mode) AS mode, any_value(r.threshold) AS threshold,
+        SELECT r.node, r.gpu, r.kind, any_value(r.mode) AS mode, any_value(r.threshold) AS threshold,
                any_value(r.severity) AS severity, any_value(r.action) AS action
-        FROM gpu_samples s JOIN rules r USING (metric)
-        GROUP BY s.node, s.gpu, r.kind
-        HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(s.value) >= any_value(r.threshold)
-                    ELSE max(s.value) > min(s.value) OR any_value(r.threshold) <= 0 END
+        FROM gpu_sample_values v JOIN rule_series r USING (series_id)
+        GROUP BY r.node, r.gpu, r.kind
+        HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(v.value) >= any_value(r.threshold)
+                    ELSE max(v.value) > min(v.value) OR any_value(r.threshold) <= 0 END
     )
 ),
-metric_ids AS (
-    SELECT metric, kind, row_number() OVER () AS metric_id FROM rules
+active_series AS (
+    SELECT r.series_id, r.uuid, r.metric_id, a.series
+    FROM rule_series r JOIN active a USING (node, gpu, kind)
 ),
 samples AS (
-    SELECT a.series, s.ts, s.uuid, s.value,
-           s.value - lag(s.value) OVER (PARTITION BY a.series, m.metric_id ORDER BY s.ts) AS delta
-    FROM gpu_samples s
-    JOIN metric_ids m USING (metric)
-    JOIN active a ON a.node = s.node AND a.gpu = s.gpu AND a.kind = m.kind
+    SELECT a.series, v.ts, a.uuid, v.value,
+           v.value - lag(v.value) OVER (PARTITION BY a.series, a.metric_id ORDER BY v.ts) AS delta
+    FROM gpu_sample_values v JOIN active_series a USING (series_id)
 ),
 increases AS (
     -- Several NVLink counters feed one kind: add their increases per instant.

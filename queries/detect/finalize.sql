@@ -4,8 +4,9 @@
 -- queries/detect/impact.sql, once job outcomes are known (0 here; a straggler's goodput lost is its
 -- own, from its evidence: drag x GPUs; a stalled job's, its wasted GPU-hours).
 WITH uuids AS (
+    -- From the series, not the samples: each (node, gpu, uuid, metric) is one gpu_series row.
     SELECT node, gpu, any_value(uuid) AS uuid
-    FROM gpu_samples WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND uuid IS NOT NULL
+    FROM gpu_series WHERE metric = 'DCGM_FI_DEV_GPU_UTIL' AND uuid IS NOT NULL
     GROUP BY node, gpu
 ),
 candidates AS (

@@ -17,7 +17,7 @@
 -- NULL when at the data horizon. Score = the median |z| of the episode's deviating samples.
 WITH loaded AS (
     -- The scrapes of loaded GPUs (temporary table of queries/detect/gpu_scrapes.sql).
-    SELECT ts, node, gpu, clock, power, temp
+    SELECT ts, node, gpu, clock, power, temp, util_series
     FROM detect_gpu_scrapes
     WHERE util >= $det_load_util_min
 ),
@@ -46,7 +46,7 @@ spread AS (
     FROM with_medians w JOIN peer_mads d USING (node, ts)
 ),
 scored AS (
-    SELECT ts, node, gpu, clock, clock_med, power, power_med, temp, temp_med, peer_count,
+    SELECT ts, node, gpu, util_series, clock, clock_med, power, power_med, temp, temp_med, peer_count,
            (clock - clock_med) / greatest(1.4826 * clock_mad, 0.01 * abs(clock_med), 1e-9) AS clock_z,
            (power - power_med) / greatest(1.4826 * power_mad, 0.01 * abs(power_med), 1e-9) AS power_z,
            (temp - temp_med) / greatest(1.4826 * temp_mad, 1.0) AS temp_z
@@ -57,13 +57,13 @@ deviations AS (
            coalesce(clock_z <= -$det_peer_z AND clock_med - clock >= $det_peer_min_rel_dev * clock_med,
                     false) AS deviates,
            -clock_z AS z,
-           clock, clock_med, power, power_med, temp, temp_med, peer_count
+           util_series, clock, clock_med, power, power_med, temp, temp_med, peer_count
     FROM scored
     UNION ALL
     SELECT ts, node, gpu, 'temp_above_peers',
            coalesce(temp_z >= $det_peer_z AND temp - temp_med >= $det_peer_temp_min_dev_c
                     AND power <= power_med * (1 + $det_peer_min_rel_dev), false),
-           temp_z, clock, clock_med, power, power_med, temp, temp_med, peer_count
+           temp_z, util_series, clock, clock_med, power, power_med, temp, temp_med, peer_count
     FROM scored
 ),
 -- Only a (GPU, kind) that deviates at least once can be flagged: the trailing window (a sort)
@@ -93,7 +93,7 @@ islands AS (
 ),
 episodes AS (
     SELECT node, gpu, kind,
-           min(ts) AS start_ts, max(ts) AS last_ts,
+           min(ts) AS start_ts, max(ts) AS last_ts, arg_min(util_series, ts) AS start_series,
            median(z) AS score,
            json_object(
                'sm_clock_mhz', round(median(clock), 1), 'peer_sm_clock_mhz', round(median(clock_med), 1),
@@ -104,14 +104,6 @@ episodes AS (
     FROM islands
     GROUP BY node, gpu, kind, episode
 ),
--- The GPU's UUID when the episode started. Looked up for the few episodes only, so the shared
--- per-scrape table carries no UUID string for the fleet's every scrape (memory at 4,096 GPUs).
-episode_uuids AS (
-    SELECT e.node, e.gpu, e.start_ts, any_value(s.uuid) AS uuid
-    FROM (SELECT DISTINCT node, gpu, start_ts FROM episodes) e
-    JOIN gpu_samples s ON s.node = e.node AND s.gpu = e.gpu AND s.ts = e.start_ts
-    GROUP BY e.node, e.gpu, e.start_ts
-)
 SELECT 'gpu' AS entity_type, e.node, e.gpu, u.uuid,
        NULL::VARCHAR AS job_id, NULL::INTEGER AS rank, e.kind,
        e.start_ts,
@@ -123,4 +115,7 @@ SELECT 'gpu' AS entity_type, e.node, e.gpu, u.uuid,
        e.evidence,
        CASE WHEN e.kind = 'throttling' THEN 'cordon' ELSE 'watch' END AS action
 FROM episodes e
-LEFT JOIN episode_uuids u USING (node, gpu, start_ts)
+-- The GPU's UUID when the episode started: that scrape's utilisation series names it. Looked up
+-- for the few episodes only, so the shared per-scrape table carries no UUID string for the
+-- fleet's every scrape (memory at 4,096 GPUs).
+LEFT JOIN gpu_series u ON u.series_id = e.start_series
