@@ -110,6 +110,30 @@ def test_counter_detectors(con, metric, series, kind, expected):
     assert row["score"] >= 1.0
 
 
+NVLINK_DATA = "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"
+
+
+def test_nvlink_counters_add_up_per_instant(con):
+    # Two NVLink counters of GPU 0 each jump by 30 at minute 30: each alone stays under the
+    # threshold of 50, together 60 reach it. Flagged from 30 while the jump is in the trailing hour
+    # (to minute 90): one sample per instant, 61 of them, not one per counter; end 90 + 1 = 91.
+    fleet = Fleet()
+    fleet.set("n1", 0, NVLINK, [0.0] * 30 + [30.0] * 90)
+    fleet.set("n1", 0, NVLINK_DATA, [0.0] * 30 + [30.0] * 90)
+    rows = only(findings(con, fleet), "nvlink_error_rate")
+    assert [(r["gpu"], r["uuid"], r["start_ts"], r["end_ts"], r["score"]) for r in rows] == [
+        (0, "GPU-n1-0", at(30), at(91), 60 / 50)
+    ]
+    evidence = json.loads(rows[0]["evidence"])
+    assert (evidence["max_value"], evidence["samples"]) == (60.0, 61)
+
+
+def test_one_nvlink_counter_under_the_threshold_is_quiet(con):
+    fleet = Fleet()
+    fleet.set("n1", 0, NVLINK, [0.0] * 30 + [30.0] * 90)
+    assert only(findings(con, fleet), "nvlink_error_rate") == []
+
+
 def test_counter_with_missing_samples(con):
     # +2/min from minute 10 but minutes 12..16 are missing: minute 11 adds 2, then the increase over
     # the gap arrives at minute 17 (14 - 2 = 12): the hour's total first reaches 10 at minute 17

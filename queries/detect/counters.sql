@@ -47,23 +47,25 @@ active AS (
                     ELSE max(v.value) > min(v.value) OR any_value(r.threshold) <= 0 END
     )
 ),
+-- `named_series`: the series id when its UUID is known, so the windows below sort integers and the
+-- episode's UUID is looked up at the end.
 active_series AS (
-    SELECT r.series_id, r.uuid, r.metric_id, a.series
+    SELECT r.series_id, CASE WHEN r.uuid IS NOT NULL THEN r.series_id END AS named_series,
+           r.metric_id, a.series
     FROM rule_series r JOIN active a USING (node, gpu, kind)
 ),
 samples AS (
-    SELECT a.series, v.ts, a.uuid, v.value,
+    SELECT a.series, v.ts, a.named_series, v.value,
            v.value - lag(v.value) OVER (PARTITION BY a.series, a.metric_id ORDER BY v.ts) AS delta
     FROM gpu_sample_values v JOIN active_series a USING (series_id)
 ),
 increases AS (
-    -- Several NVLink counters feed one kind: add their increases per instant.
-    SELECT series, ts, any_value(uuid) AS uuid,
-           sum(CASE WHEN delta IS NULL THEN 0 WHEN delta < 0 THEN value ELSE delta END) AS increase,
-           max(value) AS level
+    SELECT series, ts, named_series, value AS level,
+           CASE WHEN delta IS NULL THEN 0 WHEN delta < 0 THEN value ELSE delta END AS increase
     FROM samples
-    GROUP BY series, ts
 ),
+-- Several NVLink counters feed one kind: a RANGE frame takes every row of the same instant, so
+-- each of them holds the instant's summed increase, and no aggregation per instant is needed first.
 windowed AS (
     SELECT *,
            sum(increase) OVER (
@@ -72,10 +74,13 @@ windowed AS (
            ) AS window_increase
     FROM increases
 ),
+-- One flagged sample per instant (the few flagged rows are grouped, not every sample).
 flagged AS (
-    SELECT w.series, w.ts, w.uuid, CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END AS measure
+    SELECT w.series, w.ts, any_value(w.named_series) AS named_series,
+           max(CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END) AS measure
     FROM windowed w JOIN active a USING (series)
-    WHERE measure >= a.threshold
+    WHERE CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END >= a.threshold
+    GROUP BY w.series, w.ts
 ),
 islands AS (
     SELECT *,
@@ -84,12 +89,12 @@ islands AS (
     FROM (SELECT *, lag(ts) OVER (PARTITION BY series ORDER BY ts) AS prev_ts FROM flagged)
 ),
 episodes AS (
-    SELECT series, episode, any_value(uuid) AS uuid, min(ts) AS first_ts, max(ts) AS last_ts,
+    SELECT series, episode, any_value(named_series) AS named_series, min(ts) AS first_ts, max(ts) AS last_ts,
            max(measure) AS max_measure, count(*) AS samples
     FROM islands
     GROUP BY series, episode
 )
-SELECT 'gpu' AS entity_type, a.node, a.gpu, e.uuid,
+SELECT 'gpu' AS entity_type, a.node, a.gpu, g.uuid,
        NULL::VARCHAR AS job_id, NULL::INTEGER AS rank, a.kind,
        e.first_ts AS start_ts,
        CASE WHEN e.last_ts >= $horizon::TIMESTAMPTZ - to_seconds($det_gap_s) THEN NULL
@@ -104,3 +109,4 @@ SELECT 'gpu' AS entity_type, a.node, a.gpu, e.uuid,
        )::VARCHAR AS evidence,
        a.action
 FROM episodes e JOIN active a USING (series)
+LEFT JOIN gpu_series g ON g.series_id = e.named_series
