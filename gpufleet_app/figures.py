@@ -92,60 +92,7 @@ def trends(
 # ---------------------------------------------------------------- weighted Pareto
 
 
-def lost_pareto(pareto: pl.DataFrame) -> go.Figure:
-    """Failure causes weighted by the GPU-hours they lost (wasted progress + recovery), largest
-    first, bars coloured by failure class, with the cumulative share of all lost GPU-hours."""
-    ranked = pareto.sort(
-        ["lost_gpu_h", "attempts", "failure_class", "cause"], descending=[True, True, False, False]
-    )
-    labels = [
-        cause.split(" (")[0] if cause.startswith("XID") else cause for cause in ranked["cause"]
-    ]
-    labels = [
-        f"{label} [{c}]" if labels.count(label) > 1 else label
-        for label, c in zip(labels, ranked["failure_class"])
-    ]
-    framed = ranked.with_columns(label=pl.Series(labels))
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    for failure_class in framed["failure_class"].unique(maintain_order=True).to_list():
-        part = framed.filter(pl.col("failure_class") == failure_class)
-        fig.add_bar(
-            x=part["label"].to_list(),
-            y=part["lost_gpu_h"].to_list(),
-            name=failure_class,
-            marker_color=charts.CLASS_COLORS.get(failure_class, "#999"),
-            secondary_y=False,
-            customdata=list(zip(part["cause"].to_list(), part["attempts"].to_list())),
-            hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y:,.1f}} GPU-h lost<br>"
-            "%{customdata[1]} attempts<extra></extra>",
-        )
-    share = [None if v is None else v * 100 for v in ranked["lost_cum_share"].to_list()]
-    fig.add_scatter(
-        x=labels,
-        y=share,
-        name="cumulative %",
-        mode="lines+markers",
-        line={"color": "#111"},
-        secondary_y=True,
-    )
-    fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
-    fig.update_yaxes(
-        title_text="GPU-hours lost",
-        secondary_y=False,
-        rangemode="tozero",
-        dtick=charts.nice_step(charts.column_max(ranked["lost_gpu_h"])),
-    )
-    fig.update_yaxes(
-        title_text="cumulative %",
-        range=[0, 105],
-        dtick=25,
-        secondary_y=True,
-        showgrid=False,
-        tickmode="linear",
-    )
-    return charts.legend_below(
-        _layout(fig, "GPU-hours lost by cause (Pareto)", height=440), y=-0.35
-    )
+lost_pareto = charts.lost_pareto
 
 
 # ---------------------------------------------------------------- node telemetry

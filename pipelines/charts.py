@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import cast
 
@@ -228,47 +229,52 @@ def plain(value: object) -> object:
     return html.escape(value, quote=False) if isinstance(value, str) else value
 
 
-def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
-    """Failed attempts by cause (bars coloured by failure class), most frequent first,
-    with the cumulative share of all failed attempts."""
-    # Axis labels stay short (`XID 79`); the hover names the cause in full.
-    labels = [
-        plain(cause.split(" (")[0] if cause.startswith("XID") else cause)
-        for cause in pareto["cause"]
+def _cause_labels(causes: list[str], classes: list[str]) -> list[str]:
+    """Short axis labels (`XID 79`; the hover names the cause in full), with the failure class
+    added where two classes share one."""
+    labels = [str(plain(c.split(" (")[0] if c.startswith("XID") else c)) for c in causes]
+    return [
+        f"{label} [{c}]" if labels.count(label) > 1 else label for label, c in zip(labels, classes)
     ]
-    labels = [
-        f"{label} [{c}]" if labels.count(label) > 1 else label
-        for label, c in zip(labels, pareto["failure_class"])
-    ]
-    framed = pareto.with_columns(label=pl.Series(labels))
+
+
+def _class_pareto(
+    ranked: pl.DataFrame,
+    *,
+    value: str,
+    other: str,
+    cumulative_share: str,
+    hover: Callable[[str], str],
+    axis_title: str,
+    dtick: float,
+    title: str,
+) -> go.Figure:
+    """Bars of `value` per failure cause in `ranked`'s order, coloured by failure class, with the
+    cumulative share (0-1 column) as a line; the hover shows the cause in full and `other`."""
+    labels = _cause_labels(ranked["cause"].to_list(), ranked["failure_class"].to_list())
+    framed = ranked.with_columns(label=pl.Series(labels))
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for failure_class in framed["failure_class"].unique(maintain_order=True).to_list():
         part = framed.filter(pl.col("failure_class") == failure_class)
         fig.add_bar(
             x=part["label"].to_list(),
-            y=part["attempts"].to_list(),
+            y=part[value].to_list(),
             name=failure_class,
             marker_color=CLASS_COLORS.get(failure_class, "#999"),
             secondary_y=False,
-            customdata=list(zip(map(plain, part["cause"].to_list()), part["gpu_h"].to_list())),
-            hovertemplate=f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
-            "%{customdata[1]:,.1f} GPU-h<extra></extra>",
+            customdata=list(zip(map(plain, part["cause"].to_list()), part[other].to_list())),
+            hovertemplate=hover(failure_class),
         )
     fig.add_scatter(
         x=labels,
-        y=(pareto["cum_share"] * 100).to_list(),
+        y=[None if v is None else v * 100 for v in ranked[cumulative_share].to_list()],
         name="cumulative %",
         mode="lines+markers",
         line={"color": "#111"},
         secondary_y=True,
     )
     fig.update_xaxes(categoryorder="array", categoryarray=labels, tickangle=-30)
-    fig.update_yaxes(
-        title_text="failed attempts",
-        secondary_y=False,
-        rangemode="tozero",
-        dtick=count_tick(cast(int | None, pareto["attempts"].max())),
-    )
+    fig.update_yaxes(title_text=axis_title, secondary_y=False, rangemode="tozero", dtick=dtick)
     fig.update_yaxes(
         title_text="cumulative %",
         range=[0, 105],
@@ -277,7 +283,46 @@ def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
         showgrid=False,
         tickmode="linear",
     )
-    return legend_below(_layout(fig, "Failed attempts by cause (Pareto)", height=440), y=-0.35)
+    return legend_below(_layout(fig, title, height=440), y=-0.35)
+
+
+def failure_pareto(pareto: pl.DataFrame) -> go.Figure:
+    """Failed attempts by cause (bars coloured by failure class), most frequent first,
+    with the cumulative share of all failed attempts."""
+    return _class_pareto(
+        pareto,
+        value="attempts",
+        other="gpu_h",
+        cumulative_share="cum_share",
+        hover=lambda failure_class: (
+            f"{failure_class}: %{{customdata[0]}}<br>%{{y}} attempts<br>"
+            "%{customdata[1]:,.1f} GPU-h<extra></extra>"
+        ),
+        axis_title="failed attempts",
+        dtick=count_tick(cast(int | None, pareto["attempts"].max())),
+        title="Failed attempts by cause (Pareto)",
+    )
+
+
+def lost_pareto(pareto: pl.DataFrame) -> go.Figure:
+    """Failure causes weighted by the GPU-hours they lost (wasted progress + recovery), largest
+    first, bars coloured by failure class, with the cumulative share of all lost GPU-hours."""
+    return _class_pareto(
+        pareto.sort(
+            ["lost_gpu_h", "attempts", "failure_class", "cause"],
+            descending=[True, True, False, False],
+        ),
+        value="lost_gpu_h",
+        other="attempts",
+        cumulative_share="lost_cum_share",
+        hover=lambda failure_class: (
+            f"{failure_class}: %{{customdata[0]}}<br>"
+            "%{y:,.1f} GPU-h lost<br>%{customdata[1]} attempts<extra></extra>"
+        ),
+        axis_title="GPU-hours lost",
+        dtick=nice_step(column_max(pareto["lost_gpu_h"])),
+        title="GPU-hours lost by cause (Pareto)",
+    )
 
 
 def timeline(

@@ -108,6 +108,23 @@ def test_lost_pareto_ticks_are_round() -> None:
     assert figures.lost_pareto(PARETO).layout.yaxis.dtick == 10  # 30.5 GPU-h: 0, 10, 20, 30
 
 
+@pytest.mark.parametrize(
+    "make", [charts.failure_pareto, figures.lost_pareto], ids=["count", "lost"]
+)
+def test_pareto_causes_from_the_data_are_drawn_as_text(make) -> None:
+    # A cause is text from a scheduler or log: plotly would draw `<a href>` in it as a link.
+    crafted = PARETO.with_columns(
+        pl.when(pl.col("cause") == "OOM")
+        .then(pl.lit("<a href='http://evil.example'>OOM</a>"))
+        .otherwise(pl.col("cause"))
+        .alias("cause")
+    )
+    fig = make(crafted)
+    drawn = [str(v) for trace in fig.data for v in list(trace.x) + list(trace.customdata or [])]
+    assert any("&lt;a href='http://evil.example'&gt;OOM&lt;/a&gt;" in v for v in drawn)
+    assert not any("<a " in v for v in drawn)
+
+
 def test_anomaly_spans_carry_no_stacked_labels() -> None:
     samples = pl.DataFrame(
         {
