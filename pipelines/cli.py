@@ -385,7 +385,10 @@ def compute(
     force: Annotated[
         bool,
         typer.Option(
-            help="Recompute everything, even if nothing changed, kept tables (gpu_samples_15m) included."
+            help=(
+                "Recompute everything, even if nothing changed, kept tables (gpu_scrapes, "
+                "gpu_samples_15m) included."
+            )
         ),
     ] = False,
 ) -> None:

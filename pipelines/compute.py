@@ -34,8 +34,9 @@ class Step:
     table: bool = True
     """False: the step updates tables of earlier steps instead of building its own."""
     kept: bool = False
-    """True: the table is kept between computes and brought up to date from the loads since,
-    once for every cluster after the per-cluster passes (pipelines/sample_rollups.py)."""
+    """True: the table is kept between computes and brought up to date from the loads since, once
+    for every cluster before (gpu_scrapes) or after (gpu_samples_15m) the per-cluster passes
+    (pipelines/sample_rollups.py)."""
 
 
 # The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
@@ -75,6 +76,9 @@ def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -
 def _steps() -> list[Step]:
     """Derived tables in dependency order."""
     return [
+        # Kept between computes (pipelines/sample_rollups.py): one row per GPU and scrape, which
+        # the detectors and utilisation read; updated before the per-cluster passes.
+        Step("gpu_scrapes", kept=True),
         Step("xid_catalogue"),
         # Read by most steps below: "now" (the data horizon) and who ran where.
         Step("data_horizon"),
@@ -91,9 +95,10 @@ def _steps() -> list[Step]:
         Step("goodput_segments"),
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
-        # One row per GPU and scrape (temporary table `detect_gpu_scrapes`): the one pass over
-        # gpu_samples that the detectors and gpu_activity_windows share.
-        Step("gpu_scrapes", run=create_shared_scrapes, table=False),
+        # The pass's cluster's rows of the kept per-scrape table gpu_scrapes (updated before the
+        # passes, below), as the temporary table `detect_gpu_scrapes` the detectors and
+        # gpu_activity_windows share.
+        Step("detect_gpu_scrapes", run=create_shared_scrapes, table=False),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),
@@ -203,9 +208,9 @@ def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
         )
 
 
-# The landing tables, and gpu_series: steps that read the sample storage directly (by integer
-# series id, cheaper than the gpu_samples view's strings) find their cluster's series through it.
-_SCOPED_TABLES: tuple[str, ...] = (*LANDING_TABLES, "gpu_series")
+# The landing tables, gpu_series (steps that read the sample storage directly, by integer series
+# id, find their cluster's series through it) and the kept per-scrape table.
+_SCOPED_TABLES: tuple[str, ...] = (*LANDING_TABLES, "gpu_series", "gpu_scrapes")
 
 
 def _literal(value: str) -> str:
@@ -419,6 +424,13 @@ def compute(
     started = time.perf_counter()
     con.execute("BEGIN TRANSACTION")
     try:
+        from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
+
+        if progress:
+            progress("gpu_scrapes")
+        t0 = time.perf_counter()
+        update_gpu_scrapes(con, rebuild=force)
+        timings["gpu_scrapes"] = time.perf_counter() - t0
         clusters = _clusters(con)
         for i, cluster in enumerate(clusters):
             # Refilled every run; recreated so each pass starts from the fixed shape (no `cluster`).
@@ -449,8 +461,6 @@ def compute(
             t0 = time.perf_counter()
             _all_clusters_weekly(con, params)
             timings["weekly_summary"] += time.perf_counter() - t0
-        from pipelines.sample_rollups import update_gpu_samples_15m
-
         if progress:
             progress("gpu_samples_15m")
         t0 = time.perf_counter()

@@ -77,7 +77,9 @@ def test_derived_refuses_a_table_compute_does_not_build():
 def test_derived_tables_are_the_compute_steps_that_build_a_table():
     # anomaly_follow_up updates `anomalies` and builds no table of its own.
     assert "anomaly_follow_up" not in DERIVED_TABLES
-    assert DERIVED_TABLES[0] == "xid_catalogue" and DERIVED_TABLES[-1] == "weekly_summary"
+    # The kept per-scrape table first (the detectors read it), the weekly summary last.
+    assert DERIVED_TABLES[:2] == ("gpu_scrapes", "xid_catalogue")
+    assert DERIVED_TABLES[-1] == "weekly_summary"
     sql_steps = set(DERIVED_TABLES) - {"rank_slowdown", "anomalies"}
     missing = [
         name for name in sql_steps if not (queries_dir() / "derived" / f"{name}.sql").is_file()

@@ -1,6 +1,6 @@
-"""gpu_samples_15m kept between computes (pipelines/sample_rollups.py): an update rebuilds the
-buckets from the earliest sample loaded since the last compute and keeps the rest, and the rows
-always equal one build from all samples. Hand-worked cases, then a property over random fleets
+"""gpu_samples_15m and gpu_scrapes kept between computes (pipelines/sample_rollups.py): an update
+rebuilds the rows from the earliest sample loaded since the last compute and keeps the rest, and
+the rows always equal one build from all samples. Hand-worked cases, then a property over random fleets
 loaded in random pieces and orders."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pipelines.sample_rollups import update_gpu_samples_15m
+from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
 from pipelines.sources.files import ingest_files
 from pipelines.store import open_store
 from testkit.equivalence import table_differences
@@ -25,6 +25,7 @@ T0 = datetime(2026, 11, 23, tzinfo=UTC)
 PCIE = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 TEMP = "DCGM_FI_DEV_GPU_TEMP"
 REASONS = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
 
 
 def at(minutes: float) -> datetime:
@@ -100,6 +101,37 @@ def test_an_update_rebuilds_only_the_buckets_from_the_new_samples_on(tmp_path: P
     assert con.execute("SELECT count(*) FROM gpu_samples_loaded").fetchall() == [(0,)]
 
 
+def test_an_update_rebuilds_only_the_scrapes_from_the_new_samples_on(tmp_path: Path) -> None:
+    con = open_store(tmp_path / "fleet.duckdb")
+    add_gpu_samples(
+        con,
+        [
+            ("c1", at(m), "n1", 0, "GPU-0", metric, 50.0 + m)
+            for m in range(0, 60, 10)
+            for metric in (TEMP, UTIL)
+        ],
+    )
+    update_gpu_scrapes(con)
+    update_gpu_samples_15m(con)
+    assert con.execute("SELECT count(*) FROM gpu_scrapes").fetchall() == [(6,)]
+    # Marks on two kept scrapes, 00:10 and 00:50: an update that rebuilt either would erase it.
+    con.execute("UPDATE gpu_scrapes SET temp = -1 WHERE ts IN (?, ?)", [at(10), at(50)])
+    # A sample at 00:55 rebuilds from its bucket's start, 00:45: the 00:50 scrape, not 00:10.
+    add_gpu_samples(con, [("c1", at(55), "n1", 0, "GPU-0", UTIL, 7.0)])
+    update_gpu_scrapes(con)
+    rows = con.execute("SELECT ts, util, temp FROM gpu_scrapes WHERE ts >= ? ORDER BY ts", [at(10)])
+    assert rows.fetchall() == [
+        (at(10), 60.0, -1.0),
+        (at(20), 70.0, 70.0),
+        (at(30), 80.0, 80.0),
+        (at(40), 90.0, 90.0),
+        (at(50), 100.0, 100.0),
+        (at(55), 7.0, None),  # a scrape with the utilisation alone: no temperature
+    ]
+    # The record of the load stays for the rollup, which the compute updates after the passes.
+    assert con.execute("SELECT count(*) FROM gpu_samples_loaded").fetchall() == [(1,)]
+
+
 def test_loading_the_same_samples_again_leaves_nothing_to_update(tmp_path: Path) -> None:
     folder = tmp_path / "landing"
     folder.mkdir()
@@ -119,10 +151,12 @@ def test_loading_the_same_samples_again_leaves_nothing_to_update(tmp_path: Path)
 # ---------------------------------------------------------------- property
 
 # Two clusters with the same node name, a GPU swapped mid-way (a new UUID in the same slot), a
-# counter, a gauge and a clock-reasons bitmask: every shape the rollup groups or orders by.
+# counter, gauges and a clock-reasons bitmask: every shape the rollup groups or orders by, and
+# two fields of one GPU's scrape (utilisation, whose series gpu_scrapes keeps, and temperature).
 SERIES = [
     ("c1", "n1", 0, PCIE),
     ("c1", "n1", 0, TEMP),
+    ("c1", "n1", 0, UTIL),
     ("c1", "n1", 1, REASONS),
     ("c2", "n1", 0, PCIE),
 ]
@@ -159,6 +193,7 @@ def test_updates_in_any_pieces_and_order_equal_one_build(
     rows = _rows(samples)
     whole = open_store(folder / "whole.duckdb")
     add_gpu_samples(whole, rows)
+    update_gpu_scrapes(whole, rebuild=True)
     update_gpu_samples_15m(whole, rebuild=True)
 
     bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
@@ -167,12 +202,25 @@ def test_updates_in_any_pieces_and_order_equal_one_build(
     pieced = open_store(folder / "pieces.duckdb")
     for i in order:
         add_gpu_samples(pieced, pieces[i])
+        update_gpu_scrapes(pieced)
         update_gpu_samples_15m(pieced)
     assert table_differences(pieced, whole, "gpu_samples_15m") is None
+    # Series ids follow load order; the GPU a scrape's utilisation series names must match.
+    assert table_differences(pieced, whole, "gpu_scrapes", ignore=["util_series"]) is None
+    assert _scrape_uuids(pieced) == _scrape_uuids(whole)
+
+
+def _scrape_uuids(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute(
+        "SELECT s.cluster, s.node, s.gpu, s.ts, g.uuid FROM gpu_scrapes s "
+        "LEFT JOIN gpu_series g ON g.series_id = s.util_series ORDER BY ALL"
+    ).fetchall()
 
 
 @pytest.mark.parametrize("rebuild", [False, True])
-def test_a_store_without_samples_has_an_empty_rollup(tmp_path: Path, rebuild: bool) -> None:
+def test_a_store_without_samples_has_empty_kept_tables(tmp_path: Path, rebuild: bool) -> None:
     con = open_store(tmp_path / "fleet.duckdb")
+    update_gpu_scrapes(con, rebuild=rebuild)
     update_gpu_samples_15m(con, rebuild=rebuild)
     assert con.execute("SELECT count(*) FROM gpu_samples_15m").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM gpu_scrapes").fetchall() == [(0,)]

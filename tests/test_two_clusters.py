@@ -100,7 +100,22 @@ def _rows(con: duckdb.DuckDBPyConnection, table: str, clusters: list[str]) -> li
     where = "cluster IN (SELECT unnest($c))"
     if table == "weekly_summary":
         where += " AND cluster <> '*'"
-    return table_rows(con, table, where=where, params={"c": clusters})
+    # A series id is the storage's own key, numbered in load order: the two stores number them
+    # differently. The GPU it names (compared below) is what must match.
+    ignore = ("util_series",) if table == "gpu_scrapes" else ()
+    return table_rows(con, table, ignore=ignore, where=where, params={"c": clusters})
+
+
+def _scrape_uuids(con: duckdb.DuckDBPyConnection, clusters: list[str]) -> list[tuple]:
+    return sorted(
+        con.execute(
+            "SELECT s.cluster, s.node, s.gpu, s.ts, g.uuid FROM gpu_scrapes s "
+            "LEFT JOIN gpu_series g ON g.series_id = s.util_series "
+            "WHERE s.cluster IN (SELECT unnest($c))",
+            {"c": clusters},
+        ).fetchall(),
+        key=str,
+    )
 
 
 UTILISATION_TABLES = (
@@ -145,6 +160,9 @@ def test_each_clusters_derived_rows_equal_those_of_the_cluster_alone(fleets):
             mixed, single = _rows(both, table, clusters), _rows(alone[name], table, clusters)
             assert rows_difference(mixed, single, table) is None, name
             checked += len(mixed)
+        uuids = _scrape_uuids(both, clusters)
+        assert uuids == _scrape_uuids(alone[name], clusters), name
+        assert any(row[-1] is not None for row in uuids), name
     assert checked > 0
 
 
