@@ -20,7 +20,7 @@ from pipelines.sources.rank_steps import RankStepsSource
 from pipelines.sources.slurm import SacctSource
 from tests.test_slurm import SACCT
 
-NOT_SOURCES = {"pci", "protocol", "openmetrics"}
+NOT_SOURCES = {"pci", "protocol", "scheduler_rows", "openmetrics"}
 """Shared pieces, and the OpenMetrics writer (the inverse of a source, for test servers)."""
 
 

@@ -36,6 +36,7 @@ import polars as pl
 
 from pipelines.errors import InputError
 from pipelines.sources.protocol import SourceReport, WholeFileSource
+from pipelines.sources.scheduler_rows import ATTEMPT_SCHEMA, JOB_SCHEMA
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -361,39 +362,8 @@ def parse_kube_jobs(
     # pods of no job in the input (and pods naming no job at all) are not loaded
     skipped += sum(len(p) for job_id, p in pods.items() if job_id not in used)
     skipped += sum(1 for obj in items if obj.get("kind") == "Pod" and Pod(obj).job_id is None)
-    ts = pl.Datetime("us", "UTC")
-    jobs_frame = pl.DataFrame(
-        jobs,
-        schema={
-            ROW_COLUMN: pl.Int64,
-            "job_id": pl.String,
-            "name": pl.String,
-            "user": pl.String,
-            "team": pl.String,
-            "queue": pl.String,
-            "submit_ts": ts,
-            "num_gpus": pl.Int64,
-            "start_ts": ts,
-            "end_ts": ts,
-            "state": pl.String,
-            "exit_code": pl.Int64,
-            "reason": pl.String,
-        },
-    )
-    attempts_frame = pl.DataFrame(
-        attempts,
-        schema={
-            ROW_COLUMN: pl.Int64,
-            "job_id": pl.String,
-            "attempt": pl.Int64,
-            "start_ts": ts,
-            "end_ts": ts,
-            "state": pl.String,
-            "exit_code": pl.Int64,
-            "reason": pl.String,
-            "nodes": pl.List(pl.String),
-        },
-    )
+    jobs_frame = pl.DataFrame(jobs, schema=JOB_SCHEMA)
+    attempts_frame = pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA)
     return jobs_frame, attempts_frame, skipped
 
 

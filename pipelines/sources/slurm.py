@@ -30,6 +30,7 @@ import polars as pl
 
 from pipelines.errors import InputError
 from pipelines.sources.protocol import SourceReport, WholeFileSource
+from pipelines.sources.scheduler_rows import ATTEMPT_SCHEMA, JOB_SCHEMA, with_cluster
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State")
@@ -345,41 +346,8 @@ def _frames(jobs: dict[tuple[str | None, str], _Job], origin: str) -> SacctResul
             f"{under_reported} jobs were requeued more often than their rows show: run sacct with --duplicates "
             "to see every attempt."
         )
-    ts = pl.Datetime("us", "UTC")
-    jobs_frame = pl.DataFrame(
-        job_rows,
-        schema={
-            ROW_COLUMN: pl.Int64,
-            "cluster": pl.String,
-            "job_id": pl.String,
-            "name": pl.String,
-            "user": pl.String,
-            "team": pl.String,
-            "queue": pl.String,
-            "submit_ts": ts,
-            "start_ts": ts,
-            "end_ts": ts,
-            "num_gpus": pl.Int64,
-            "state": pl.String,
-            "exit_code": pl.Int64,
-            "reason": pl.String,
-        },
-    )
-    attempts_frame = pl.DataFrame(
-        attempt_rows,
-        schema={
-            ROW_COLUMN: pl.Int64,
-            "cluster": pl.String,
-            "job_id": pl.String,
-            "attempt": pl.Int64,
-            "start_ts": ts,
-            "end_ts": ts,
-            "state": pl.String,
-            "exit_code": pl.Int64,
-            "reason": pl.String,
-            "nodes": pl.List(pl.String),
-        },
-    )
+    jobs_frame = pl.DataFrame(job_rows, schema=with_cluster(JOB_SCHEMA))
+    attempts_frame = pl.DataFrame(attempt_rows, schema=with_cluster(ATTEMPT_SCHEMA))
     return SacctResult(jobs_frame, attempts_frame, warnings=warnings)
 
 
