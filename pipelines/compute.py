@@ -163,6 +163,7 @@ BOOKKEEPING_TABLES = frozenset(
         "compute_log",
         "gpu_samples_loaded",
         "kept_tables",
+        "rank_slowdown_inputs",
     }
 )
 """Tables of the database that are neither landing nor derived."""
@@ -424,6 +425,7 @@ def compute(
     started = time.perf_counter()
     con.execute("BEGIN TRANSACTION")
     try:
+        from pipelines.rank_slowdown import drop_previous, keep_previous
         from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
 
         if progress:
@@ -431,8 +433,11 @@ def compute(
         t0 = time.perf_counter()
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
+        keep_previous(con, rebuild=force)
         clusters = _clusters(con)
         for i, cluster in enumerate(clusters):
+            # Steps that keep rows between computes (rank_slowdown) key them by it.
+            con.execute(f"SET VARIABLE pass_cluster = {_literal(cluster)}")
             # Refilled every run; recreated so each pass starts from the fixed shape (no `cluster`).
             con.execute("DROP TABLE IF EXISTS anomalies")
             for statement in statements(load_sql("schema/derived")):
@@ -456,6 +461,7 @@ def compute(
             if len(clusters) > 1:
                 _unscope(con)
             _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
+        drop_previous(con)
         if len(clusters) > 1:
             _publish_collected(con)
             t0 = time.perf_counter()

@@ -12,10 +12,17 @@ episodes themselves become the `rank_episodes` table, one row per episode.
 
 The U test is computed for every rank of an attempt from one ranking of all its ratios
 (`scipy.stats.rankdata`), so a 512-rank x 2,000-step attempt costs one sort, not 512 tests.
+
+A job's rows depend on its own steps alone, so a compute recomputes only the jobs whose steps (or
+step drags) changed since the last compute, and keeps the last compute's rows of the others
+(`queries/derived/rank_slowdown_jobs.sql`): an hourly update costs the running jobs, not the
+history. New settings or new code recompute every job, as does `compute --force`.
 """
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import cast
 
 import duckdb
@@ -25,7 +32,7 @@ from scipy import stats
 
 from pipelines.config import Settings
 from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
-from pipelines.sql import bind, load_sql
+from pipelines.sql import bind, execute, load_sql, queries_dir
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -200,18 +207,18 @@ def stream_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> 
 
 
 def stream_rank_tables(
-    con: duckdb.DuckDBPyConnection, settings: Settings
+    con: duckdb.DuckDBPyConnection, settings: Settings, jobs: list[str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(`rank_slowdown`, `rank_episodes`) rows, reading `rank_step_times` in batches, one whole job at a time.
+    """(`rank_slowdown`, `rank_episodes`) rows of `jobs` (None: every job), reading
+    `rank_step_times` in batches, one whole job at a time.
 
     The rows arrive sorted by job, so every job before the last one of a batch is complete; its
     statistics (Holm's correction is per job) are computed and its rows dropped. Memory holds one
     batch plus one job's rows, not the 30 M rank rows of a 512-node week.
     """
     sql = load_sql("derived/rank_step_times")
-    reader = con.sql(sql, params=bind(sql, settings.sql_params())).to_arrow_reader(
-        STREAM_BATCH_ROWS
-    )
+    params = bind(sql, {**settings.sql_params(), "jobs": jobs})
+    reader = con.sql(sql, params=params).to_arrow_reader(STREAM_BATCH_ROWS)
     parts: list[pl.DataFrame] = []
     episodes: list[pl.DataFrame] = []
     # A table or a record batch converts to a DataFrame (polars types it as frame or series).
@@ -235,14 +242,93 @@ def stream_rank_tables(
     )
 
 
+# The code a job's rows come from: a change to any of it recomputes every job.
+_CODE = (
+    Path(__file__),
+    Path(__file__).with_name("episodes.py"),
+    queries_dir() / "derived" / "rank_step_times.sql",
+)
+
+
+def basis(settings: Settings) -> str:
+    """What besides a job's own steps its rows depend on: the settings and the code."""
+    digest = hashlib.sha256(repr(sorted(settings.sql_params().items())).encode())
+    for path in _CODE:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_KEPT = ("rank_slowdown", "rank_episodes")
+_PREVIOUS = "previous_"
+
+
+def keep_previous(con: duckdb.DuckDBPyConnection, *, rebuild: bool) -> None:
+    """Before a compute's passes: set the last compute's rank tables aside (temporary tables
+    `previous_rank_slowdown`, `previous_rank_episodes`; the first pass replaces the tables), or,
+    with `rebuild` or without them, forget every job's digest so every job is recomputed."""
+    present = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_columns() WHERE database_name = current_database() "
+            "AND schema_name = 'main' AND column_name = 'cluster' AND table_name IN (?, ?)",
+            list(_KEPT),
+        ).fetchall()
+    }
+    for table in _KEPT:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
+    if rebuild or present != set(_KEPT):
+        con.execute("DELETE FROM rank_slowdown_inputs")
+        return
+    for table in _KEPT:
+        con.execute(f"CREATE TEMP TABLE {_PREVIOUS}{table} AS SELECT * FROM main.{table}")
+
+
+def drop_previous(con: duckdb.DuckDBPyConnection) -> None:
+    """After the passes: the set-aside tables are no longer needed."""
+    for table in _KEPT:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
+
+
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """Compute step: (re)create `rank_slowdown` and `rank_episodes` from `rank_step_times`."""
-    slowdown, episodes = stream_rank_tables(con, settings)
+    """Compute step: `rank_slowdown` and `rank_episodes` of the pass's cluster. The jobs whose
+    inputs are unchanged keep the last compute's rows (`keep_previous`); the others are computed
+    from `rank_step_times`."""
+    job_basis = basis(settings)
+    execute(con, "derived/rank_slowdown_jobs", {"basis": job_basis})
+    kept = con.execute("SELECT count(*) FILTER (WHERE kept) FROM rank_slowdown_jobs").fetchall()
+    recompute = None
+    if kept[0][0]:
+        recompute = [
+            r[0]
+            for r in con.execute(
+                "SELECT job_id FROM rank_slowdown_jobs WHERE NOT kept ORDER BY job_id"
+            ).fetchall()
+        ]
+    slowdown, episodes = stream_rank_tables(con, settings, recompute)
+    # No try/finally: after a failed statement the transaction is aborted, and an unregister
+    # would fail too and hide the real error.
     con.register("rank_slowdown_rows", slowdown)
     con.register("rank_episode_rows", episodes)
-    try:
-        con.execute("CREATE OR REPLACE TABLE rank_slowdown AS SELECT * FROM rank_slowdown_rows")
-        con.execute("CREATE OR REPLACE TABLE rank_episodes AS SELECT * FROM rank_episode_rows")
-    finally:
-        con.unregister("rank_slowdown_rows")
-        con.unregister("rank_episode_rows")
+    for table, rows, order in (
+        ("rank_slowdown", "rank_slowdown_rows", "job_id, attempt, rank"),
+        ("rank_episodes", "rank_episode_rows", "job_id, attempt, rank, episode"),
+    ):
+        kept_rows = (
+            f" UNION ALL BY NAME SELECT * EXCLUDE (cluster) FROM temp.main.{_PREVIOUS}{table} "
+            "WHERE cluster = getvariable('pass_cluster') "
+            "AND job_id IN (SELECT job_id FROM rank_slowdown_jobs WHERE kept)"
+            if kept[0][0]
+            else ""
+        )
+        con.execute(
+            f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {rows}{kept_rows} ORDER BY {order}"
+        )
+    con.unregister("rank_slowdown_rows")
+    con.unregister("rank_episode_rows")
+    con.execute("DELETE FROM rank_slowdown_inputs WHERE cluster = getvariable('pass_cluster')")
+    con.execute(
+        "INSERT INTO rank_slowdown_inputs "
+        "SELECT getvariable('pass_cluster'), job_id, inputs, ? FROM rank_slowdown_jobs",
+        [job_basis],
+    )
+    con.execute("DROP TABLE rank_slowdown_jobs")

@@ -89,6 +89,77 @@ def test_hand_made_straggler(con):
     assert p[0] == 2700 and p[1] < 1e-10
 
 
+def test_a_compute_recomputes_only_the_jobs_whose_steps_changed(con):
+    # Job "done" ended; job "running" logs 20 steps, then 10 more after the first compute.
+    import dataclasses
+
+    from pipelines.compute import compute
+
+    load(
+        con,
+        {
+            "nodes": [{"node": "n1", "cluster": "c1", "gpu_count": 8}],
+            "jobs": [
+                job("done", start=0, end=400, state="succeeded", gpus=4),
+                job("running", start=0, end=None, state="running", gpus=4),
+            ],
+            "job_attempts": [
+                attempt("done", 0, start=0, end=400, state="succeeded"),
+                attempt("running", 0, start=0, end=None, state="running"),
+            ],
+            "rank_steps": steps(
+                "done", 0, first_end=20, step_s=10, count=30, ranks=4, compute=True, slow={2: 1.2}
+            )
+            + steps("running", 0, first_end=20, step_s=10, count=20, ranks=4, compute=True),
+        },
+    )
+    compute(con, Settings())
+
+    def marked() -> dict[str, tuple]:
+        rows = con.execute(
+            "SELECT job_id, min(median_ratio), max(steps) FROM rank_slowdown GROUP BY 1"
+        ).fetchall()
+        return {job_id: rest for job_id, *rest in rows}
+
+    assert marked() == {"done": [1.0, 30], "running": [1.0, 20]}
+    # A mark on every row: a compute that recomputes a job erases its mark.
+    con.execute("UPDATE rank_slowdown SET median_ratio = -1")
+    con.execute("UPDATE rank_episodes SET rows = -1")
+    load(
+        con,
+        {
+            "rank_steps": steps(
+                "running",
+                0,
+                first_end=220,
+                step_s=10,
+                count=10,
+                first_step=21,
+                ranks=4,
+                compute=True,
+            )
+        },
+    )
+    compute(con, Settings())
+    assert marked() == {"done": [-1.0, 30], "running": [1.0, 30]}
+    assert con.execute(
+        "SELECT DISTINCT rows FROM rank_episodes WHERE job_id = 'done'"
+    ).fetchall() == [(-1,)]  # rank 2's episode, kept
+    # Other settings recompute every job, as does --force.
+    stricter = dataclasses.replace(
+        Settings(),
+        stragglers=dataclasses.replace(Settings().stragglers, median_ratio_threshold=1.5),
+    )
+    compute(con, stricter)
+    assert marked() == {"done": [1.0, 30], "running": [1.0, 30]}
+    assert con.execute("SELECT count(*) FROM rank_slowdown WHERE is_straggler").fetchall() == [
+        (0,)
+    ]  # 1.2 is under the stricter 1.5
+    con.execute("UPDATE rank_slowdown SET median_ratio = -1")
+    compute(con, stricter, force=True)
+    assert marked() == {"done": [1.0, 30], "running": [1.0, 30]}
+
+
 def noisy_job(
     con, *, ranks: int, steps_n: int, slow: dict[int, float], seed: int, sigma: float = 0.02
 ):
@@ -222,7 +293,9 @@ def test_streaming_in_small_batches_gives_the_same_table(simulated, monkeypatch,
 
     whole = rank_slowdown.rank_slowdown_frame(
         pl.from_arrow(
-            simulated.sql(rank_slowdown.load_sql("derived/rank_step_times")).to_arrow_table()
+            simulated.sql(
+                rank_slowdown.load_sql("derived/rank_step_times"), params={"jobs": None}
+            ).to_arrow_table()
         ),
         Settings(),
     ).sort(["job_id", "attempt", "rank"])

@@ -7,6 +7,8 @@
 --           for an even count); NULL when that median is 0.
 --   drag_s  the step's straggler drag (goodput_steps.drag_s) on the rank that set its slowest time
 --           (lowest rank number on ties), 0 on the other ranks; seconds.
+-- $jobs: the job ids to read (the jobs whose inputs changed since the last compute,
+-- pipelines/rank_slowdown.py), or NULL for every job.
 -- Cost: the per-step statistics are one hash aggregate over rank_steps joined back by step (a few
 -- hundred thousand steps), not window functions over every rank row, which at fleet scale
 -- (30 M rank rows) sorted and spilled tens of GB to disk.
@@ -17,6 +19,7 @@ WITH per_step AS (
         median(compute_s) AS median_compute_s,
         median(step_s) AS median_step_s
     FROM rank_steps
+    WHERE $jobs IS NULL OR list_contains($jobs::VARCHAR[], job_id)
     GROUP BY job_id, attempt, step
 ),
 timed AS (
@@ -26,6 +29,7 @@ timed AS (
         CASE WHEN p.uses_compute THEN p.median_compute_s ELSE p.median_step_s END AS step_median_s
     FROM rank_steps r
     JOIN per_step p USING (job_id, attempt, step)
+    WHERE $jobs IS NULL OR list_contains($jobs::VARCHAR[], r.job_id)
 )
 SELECT
     m.job_id,

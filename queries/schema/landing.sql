@@ -160,8 +160,8 @@ CREATE TABLE IF NOT EXISTS load_log (
 );
 
 -- GPU samples loaded since the last `gpufleet compute`: the earliest sample time of each load
--- that stored any. The compute rebuilds gpu_samples_15m from the earliest of them on and
--- empties this table, in its transaction (pipelines/sample_rollups.py).
+-- that stored any. The compute rebuilds gpu_scrapes and gpu_samples_15m from the earliest of them
+-- on and empties this table, in its transaction (pipelines/sample_rollups.py).
 CREATE TABLE IF NOT EXISTS gpu_samples_loaded (
     from_ts TIMESTAMPTZ NOT NULL
 );
@@ -172,6 +172,17 @@ CREATE TABLE IF NOT EXISTS gpu_samples_loaded (
 CREATE TABLE IF NOT EXISTS kept_tables (
     table_name   VARCHAR NOT NULL,
     rebuilt_at   TIMESTAMPTZ NOT NULL
+);
+
+-- What the last compute computed each job's rank_slowdown and rank_episodes rows from: a digest
+-- of the job's rank steps and step drags, and the settings and code that computed them
+-- (queries/derived/rank_slowdown_jobs.sql). A job whose digest and basis are unchanged keeps its
+-- rows; `compute --force` empties this table.
+CREATE TABLE IF NOT EXISTS rank_slowdown_inputs (
+    cluster VARCHAR NOT NULL,
+    job_id  VARCHAR NOT NULL,
+    inputs  HUGEINT NOT NULL,
+    basis   VARCHAR NOT NULL
 );
 
 -- Incremental sources (Prometheus) keep how far they have read, per query.
