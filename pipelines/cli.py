@@ -434,6 +434,43 @@ def compute(
     )
 
 
+@app.command()
+def prune(
+    ctx: typer.Context,
+    keep_raw: Annotated[
+        str,
+        typer.Option(
+            "--keep-raw",
+            help=(
+                "Raw history to keep, counted back from the newest data: 14d, 2w, 36h. Older GPU "
+                "samples are dropped (but the error counters the detectors read); their rollups, "
+                "findings and reports stay."
+            ),
+        ),
+    ],
+) -> None:
+    """Drop raw GPU samples older than --keep-raw, once `gpufleet compute` has built them."""
+    from pipelines.prune import parse_keep, prune_raw
+
+    keep = parse_keep(keep_raw)
+    settings = ctx.obj.settings()
+    with _writing(ctx, "prune", create=False) as session, console.status("Pruning ..."):
+        result = prune_raw(session.con, settings, keep)
+        # Deleted rows leave free blocks DuckDB reuses but never returns: rewrite the file.
+        session.publish = session.compact = result.samples_dropped > 0
+    if result.pruned_before is None:
+        out.print("Nothing to prune: the database holds no data yet.")
+    elif result.samples_dropped == 0:
+        cut = result.already_before or result.pruned_before
+        out.print(f"Nothing to prune: no raw GPU samples before {cut:%Y-%m-%d} are left to drop.")
+    else:
+        out.print(
+            f"Dropped {result.samples_dropped:,} raw GPU samples before "
+            f"{result.pruned_before:%Y-%m-%d} (UTC); the database is now "
+            f"{ctx.obj.db.stat().st_size / 2**20:,.0f} MiB."
+        )
+
+
 LOAD_HELP = (
     "Share of the default offered work, above 0 and at most 1 (below ~0.7 the queues stay short "
     "over weeks; at 1 they grow)."

@@ -130,9 +130,8 @@ def _steps() -> list[Step]:
         Step("checkpoint_advice"),
         Step("node_cost"),
         Step("gpu_samples_15m", kept=True),  # the dashboard's chart rollup; reads only gpu_samples
-        Step(
-            "gpu_inventory"
-        ),  # GPU index -> UUID per node, for the node page; reads only gpu_samples
+        # GPU index -> UUID per node, for the node page: reads gpu_samples and the rows of pruned ones.
+        Step("gpu_inventory"),
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
     ]
@@ -164,6 +163,8 @@ BOOKKEEPING_TABLES = frozenset(
         "gpu_samples_loaded",
         "kept_tables",
         "rank_slowdown_inputs",
+        "raw_retention",
+        "gpu_inventory_pruned",
     }
 )
 """Tables of the database that are neither landing nor derived."""
@@ -210,8 +211,14 @@ def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
 
 
 # The landing tables, gpu_series (steps that read the sample storage directly, by integer series
-# id, find their cluster's series through it) and the kept per-scrape table.
-_SCOPED_TABLES: tuple[str, ...] = (*LANDING_TABLES, "gpu_series", "gpu_scrapes")
+# id, find their cluster's series through it), the kept per-scrape table and the inventory of
+# pruned samples.
+_SCOPED_TABLES: tuple[str, ...] = (
+    *LANDING_TABLES,
+    "gpu_series",
+    "gpu_scrapes",
+    "gpu_inventory_pruned",
+)
 
 
 def _literal(value: str) -> str:

@@ -41,6 +41,10 @@ class StorageError(GpufleetError):
     """The file system refused a write: disk full, read-only folder, no permission."""
 
 
+class PrunedDataError(GpufleetError):
+    """The command needs raw samples that `gpufleet prune --keep-raw` dropped."""
+
+
 class OutOfMemoryError(GpufleetError):
     """A step ran out of memory (e.g. under GPUFLEET_MEMORY_LIMIT)."""
 

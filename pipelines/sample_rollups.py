@@ -7,7 +7,8 @@ from the start of that sample's 15-minute bucket on and keeps every earlier row 
 SQL says why the rows equal a build from all history): gpu_scrapes before the derived steps,
 which read it, and gpu_samples_15m after them, which then clears the record. A late batch, older
 than the last compute, moves the start back: it costs the rows from its own time on. `--force`,
-an older database, or a table missing its `kept_tables` row rebuild it all.
+an older database, or a table missing its `kept_tables` row rebuild it all; after `gpufleet
+prune --keep-raw` they rebuild from the prune's cut on and keep the rows before it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from pipelines.errors import PrunedDataError
 from pipelines.sql import bind, execute, load_sql, statements
 
 ROLLUP = "gpu_samples_15m"
@@ -39,11 +41,26 @@ def _is_kept(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     )
 
 
+def pruned_before(con: duckdb.DuckDBPyConnection) -> datetime | None:
+    """The cut of the latest `gpufleet prune --keep-raw` (None: never pruned)."""
+    return execute(con, "store/pruned_before").fetchall()[0][0]
+
+
 def _update(con: duckdb.DuckDBPyConnection, table: str, *, rebuild: bool) -> None:
     """Rebuild `table`'s rows from the earliest sample loaded since the last compute on."""
-    rebuild = rebuild or not _is_kept(con, table)
+    kept = _is_kept(con, table)
+    rebuild = rebuild or not kept
+    cut = pruned_before(con)
+    if cut is not None and not kept:
+        raise PrunedDataError(
+            f"`{table}` cannot be rebuilt: the raw GPU samples before {cut:%Y-%m-%d} were pruned "
+            "(`gpufleet prune --keep-raw`), and it is not in kept_tables.",
+            "Restore the database from a backup taken before the prune.",
+        )
     from_ts = execute(con, "derived/kept_samples_from", {"rebuild": rebuild}).fetchall()[0][0]
-    if rebuild:
+    if rebuild and cut is None:
+        # After a prune the rows before the cut stay: the raw samples could not rebuild them, and
+        # kept_samples_from starts the rebuild at the cut.
         con.execute(f"DROP TABLE IF EXISTS {table}")
     if from_ts is not None:
         clusters = [

@@ -251,6 +251,8 @@ class WriteSession:
     publish_s: float = 0.0
     upgraded: list[str] = field(default_factory=list)
     """Landing tables the open upgraded: the copy is then rewritten compactly before publishing."""
+    compact: bool = False
+    """Set True when the command deleted much (a prune): the copy is rewritten compactly too."""
 
 
 @contextmanager
@@ -307,7 +309,7 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
                     _guarded(lambda: con.execute("CHECKPOINT"), db.parent)
             finally:
                 con.close()
-            if session.publish and session.upgraded:
+            if session.publish and (session.upgraded or session.compact):
                 _guarded(lambda: _rewrite_compactly(copy), db.parent)
             if session.publish:
                 began = time.perf_counter()
@@ -320,8 +322,9 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
 def _rewrite_compactly(copy: Path) -> None:
     """Rewrite `copy` into a new file holding only live data, and put it in its place.
 
-    DuckDB reuses the blocks of dropped tables but never shrinks its file: after an upgrade
-    rebuilt the landing tables, the file would keep the old tables' size as free space.
+    DuckDB reuses the blocks of dropped tables and deleted rows but never shrinks its file: after
+    an upgrade rebuilt the landing tables, or a prune dropped most samples, the file would keep
+    their size as free space.
     """
     fresh = copy.with_name(f"compact-{copy.name}")
     con = duckdb.connect(str(fresh))

@@ -476,6 +476,8 @@ def _merge(
         )
     else:
         names_clipped = names
+    if item.table == "gpu_samples":
+        _refuse_pruned_samples(con, item, typed, checked)
     if item.table in UPSERT_TABLES:
         # Created inside the load's transaction: a failure rolls it back with everything else (no
         # cleanup statement may run in an aborted transaction, it would hide the real error).
@@ -523,6 +525,34 @@ def _merge(
     before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
     con.execute(f"INSERT INTO {table} {new_rows}")
     return result(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before, 0)
+
+
+def _refuse_pruned_samples(
+    con: duckdb.DuckDBPyConnection, item: TableInput, typed: str, checked: Checked
+) -> None:
+    """Refuse GPU samples older than the cut of `gpufleet prune --keep-raw`: their rollups and
+    findings are built and kept, and the raw rows they were built from are gone, so new ones
+    could only be stored beside them, never counted."""
+    from pipelines.sample_rollups import pruned_before
+
+    cut = pruned_before(con)
+    if cut is None or checked.min_ts is None or checked.min_ts >= cut:
+        return
+    row, ts = con.execute(
+        f"SELECT {ROW_COLUMN}, CAST(ts AS VARCHAR) FROM {typed} WHERE ts < ? "
+        f"ORDER BY {ROW_COLUMN} LIMIT 1",
+        [cut],
+    ).fetchall()[0]
+    where = {"line": row} if item.position == "line" else {"row": row}
+    raise InputError(
+        f"GPU sample older than {cut:%Y-%m-%d %H:%M} UTC, where `gpufleet prune --keep-raw` cut the "
+        "raw samples",
+        file=item.origin,
+        column="ts",
+        value=ts,
+        hint="Samples before the cut are summarised and pruned; load only newer ones. Nothing was loaded.",
+        **where,
+    )
 
 
 def _ts_literal(ts: Any) -> str:

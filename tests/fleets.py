@@ -362,8 +362,11 @@ def compute_availability(
     """
     from pipelines.compute import _steps
     from pipelines.config import Settings
+    from pipelines.sample_rollups import update_gpu_scrapes
     from pipelines.sql import execute
 
+    # The per-scrape table node states and the data horizon read their sample times from.
+    update_gpu_scrapes(con)
     params = (settings or Settings()).sql_params()
     wanted = AVAILABILITY_TABLES + (GOODPUT_TABLES if with_goodput else ())
     for step in _steps():

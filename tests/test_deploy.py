@@ -67,7 +67,7 @@ def crontab_entries(text: str) -> tuple[dict[str, str], list[tuple[list[str], st
 
 def test_crontab_runs(landing, shim, tmp_path):
     env, jobs = crontab_entries((ROOT / "deploy" / "crontab").read_text())
-    assert env["CRON_TZ"] == "UTC" and len(jobs) == 2
+    assert env["CRON_TZ"] == "UTC" and len(jobs) == 3
     replace = {
         "/var/spool/gpufleet/incoming": str(landing),
         "/var/lib/gpufleet": str(tmp_path / "var"),

@@ -7,16 +7,18 @@
 --                  step ends, checkpoint starts. Node lifetimes, running attempts and jobs, and open
 --                  anomalies (the detectors) end here.
 --                  Maintenance windows are left out: planned work may be declared ahead of time.
+-- DCGM sample times are read from gpu_scrapes (a row per GPU and scrape that reported any field):
+-- the same times as the samples, and still there after `gpufleet prune` dropped the raw ones.
 -- Both are NULL when the store holds no such data.
 CREATE OR REPLACE TABLE data_horizon AS
 SELECT
     least(
         (SELECT min(ts) FROM node_conditions),
-        (SELECT min(ts) FROM gpu_samples)
+        (SELECT min(ts) FROM gpu_scrapes)
     ) AS data_start_ts,
     greatest(
         (SELECT max(ts) FROM node_conditions),
-        (SELECT max(ts) FROM gpu_samples),
+        (SELECT max(ts) FROM gpu_scrapes),
         (SELECT max(ts) FROM node_samples),
         (SELECT max(ts) FROM gpu_events),
         (SELECT max(coalesce(end_ts, start_ts)) FROM jobs),

@@ -21,7 +21,7 @@
 -- scrapes (compute runs its steps once per cluster), so its rows take that cluster.
 CREATE OR REPLACE TABLE gpu_activity_windows AS
 WITH this_pass AS (
-    SELECT cluster FROM gpu_samples LIMIT 1
+    SELECT cluster FROM gpu_scrapes LIMIT 1
 ),
 device AS (
     SELECT p.cluster, s.node, s.gpu, s.ts, s.gr_active, s.util AS gpu_util, s.fb_used_mib

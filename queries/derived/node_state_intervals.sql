@@ -20,8 +20,9 @@
 -- Freshness: a sample at ts vouches for [ts, ts + $staleness_s), and for a condition only until the
 -- next sample of that condition replaces its status.
 --
--- Cost: gpu_samples is read once (aggregated into staleness-wide buckets per GPU), turned into runs
--- of fresh telemetry with window functions; everything after that works on small per-node interval
+-- Cost: the per-scrape table gpu_scrapes (a row per GPU and scrape that reported any DCGM field;
+-- it outlives `gpufleet prune`) is read once (aggregated into staleness-wide buckets per GPU),
+-- turned into runs of fresh telemetry with window functions; everything after that works on small per-node interval
 -- sets (boundary sweep). No per-minute grid, no cross join with time.
 --
 -- Parameters: $staleness_s (seconds), $require_gpu_telemetry (bool), $required_conditions (list;
@@ -31,13 +32,13 @@ WITH
 horizon AS (
     SELECT data_start_ts, horizon_ts FROM data_horizon
 ),
--- The single pass over gpu_samples, aggregated into staleness-wide time buckets per GPU. Two ticks
+-- The single pass over gpu_scrapes, aggregated into staleness-wide time buckets per GPU. Two ticks
 -- in one bucket are less than staleness apart, so only the gaps between consecutive non-empty
 -- buckets (next first tick - previous last tick) can break freshness: exact, and ~10x fewer rows
 -- for the window functions than distinct ticks.
 gpu_buckets AS (
     SELECT node, gpu, min(ts) AS first_ts, max(ts) AS last_ts
-    FROM gpu_samples
+    FROM gpu_scrapes
     GROUP BY node, gpu, floor(epoch(ts) / $staleness_s)
 ),
 -- One window pass: a bucket starts a fresh run when the previous one ended more than staleness

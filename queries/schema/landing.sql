@@ -185,6 +185,31 @@ CREATE TABLE IF NOT EXISTS rank_slowdown_inputs (
     basis   VARCHAR NOT NULL
 );
 
+-- One row per `gpufleet prune --keep-raw` that dropped samples: GPU samples older than
+-- `pruned_before` are gone from gpu_sample_values, apart from the error-counter series the
+-- detectors re-read on every compute (queries/store/prune_raw.sql). The kept tables gpu_scrapes
+-- and gpu_samples_15m keep their rows before it, even through `compute --force`, and a load of
+-- GPU samples older than it is refused.
+CREATE TABLE IF NOT EXISTS raw_retention (
+    pruned_before   TIMESTAMPTZ NOT NULL,
+    keep_raw_s      BIGINT NOT NULL,
+    pruned_at       TIMESTAMPTZ NOT NULL,
+    samples_dropped BIGINT NOT NULL
+);
+
+-- gpu_inventory's rows for the samples a prune dropped (one per cluster, node, GPU index and UUID:
+-- first and last sample, sample count), which queries/derived/gpu_inventory.sql adds to the rows
+-- of the samples still stored: the inventory outlives the raw samples it was read from.
+CREATE TABLE IF NOT EXISTS gpu_inventory_pruned (
+    cluster  VARCHAR NOT NULL,
+    node     VARCHAR NOT NULL,
+    gpu      SMALLINT NOT NULL,
+    uuid     VARCHAR,
+    first_ts TIMESTAMPTZ NOT NULL,
+    last_ts  TIMESTAMPTZ NOT NULL,
+    samples  BIGINT NOT NULL
+);
+
 -- Incremental sources (Prometheus) keep how far they have read, per query.
 CREATE TABLE IF NOT EXISTS ingest_watermarks (
     source       VARCHAR NOT NULL,
