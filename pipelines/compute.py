@@ -163,6 +163,8 @@ BOOKKEEPING_TABLES = frozenset(
         "gpu_samples_loaded",
         "kept_tables",
         "rank_slowdown_inputs",
+        "kept_candidates",
+        "kept_candidates_basis",
         "raw_retention",
         "gpu_inventory_pruned",
     }
@@ -441,6 +443,10 @@ def compute(
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
         keep_previous(con, rebuild=force)
+        if force:
+            from pipelines.detectors import forget_kept_candidates
+
+            forget_kept_candidates(con)
         clusters = _clusters(con)
         for i, cluster in enumerate(clusters):
             # Steps that keep rows between computes (rank_slowdown) key them by it.

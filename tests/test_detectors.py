@@ -559,3 +559,42 @@ def test_healthy_fleet_has_no_findings(con):
         for i in range(120)
     ]
     assert findings(con, fleet) == []
+
+
+def _load_part(con, fleet: Fleet, first: int, end: int) -> None:
+    """Load the fleet's samples and conditions of minutes [first, end) (and its nodes)."""
+    from pipelines.store import TableInput, load_batch
+
+    frames = fleet.frames()
+    items = []
+    for name, frame in frames.items():
+        if "ts" in frame.columns:
+            frame = frame.filter((frame["ts"] >= at(first)) & (frame["ts"] < at(end)))
+        items.append(TableInput(name, frame.with_row_index("__row", offset=1), f"{name} (part)"))
+    load_batch(con, items, "test")
+
+
+def test_a_kept_counter_episode_reads_the_last_sample_before_the_new_data(con):
+    # Two GPUs whose SBE counter stops reporting (the GPU's other fields go on), then comes back
+    # at minute 480 one hundred higher. The jump is that sample's increase over the last one
+    # before it, however old: flagged from 480 while in the trailing hour, to 540; end 541.
+    # Loaded in two parts (minutes 0-419, then 420-599) with a compute after each, the second
+    # compute re-finds the counter episodes from 420 - (300 + 3600 + 300 + 2 x 60) s = minute 348
+    # on and reads the samples from one window earlier, minute 288: neither GPU has a counter
+    # sample there. GPU 1's last one (minute 239) is within the hour the carry looks at first;
+    # GPU 0's (minute 119) is found in all earlier samples.
+    fleet = Fleet(minutes=600)
+    fleet.set("n1", 0, SBE, [0.0] * 120 + [None] * 360 + [100.0] * 120)
+    fleet.set("n1", 1, SBE, [0.0] * 240 + [None] * 240 + [100.0] * 120)
+    _load_part(con, fleet, 0, 420)
+    compute(con, Settings())
+    _load_part(con, fleet, 420, 600)
+    compute(con, Settings())
+    query = "SELECT gpu, start_ts, end_ts, score FROM anomalies WHERE kind = 'ecc_sbe_rate' ORDER BY gpu"
+    kept = con.execute(query).fetchall()
+    assert [(gpu, start, end) for gpu, start, end, _ in kept] == [
+        (0, at(480), at(541)),
+        (1, at(480), at(541)),
+    ]
+    compute(con, Settings(), force=True)
+    assert con.execute(query).fetchall() == kept

@@ -269,6 +269,9 @@ def test_the_kept_raw_series_are_every_counter_the_detectors_read():
     }
     assert readers == {
         "detect/counters.sql",
+        # The counters' carry: each series' last sample before what counters.sql reads, of which
+        # counters.sql keeps its own series' alone.
+        "detect/counter_carry.sql",
         "derived/gpu_scrapes.sql",
         "derived/gpu_samples_15m.sql",
         "derived/kept_samples_from.sql",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 from typing import Any
 
 import duckdb
@@ -19,7 +20,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
-from pipelines.sql import bind, load_sql, queries_dir
+from pipelines.sql import bind, execute, load_sql, queries_dir, statements
 
 SQL_DETECTORS: tuple[str, ...] = (
     "xid",
@@ -32,6 +33,27 @@ SQL_DETECTORS: tuple[str, ...] = (
 )
 """`queries/detect/<name>.sql` files run before the stragglers, in this order: only `job_stalled`
 needs to be last (it reads the hardware findings of the others)."""
+
+KEPT_DETECTORS: dict[str, tuple[str, ...]] = {
+    "peers": ("det_peer_merge_gap_s", "det_peer_window_s", "det_gap_s"),
+    "counters": ("det_gap_s", "det_counter_window_s", "det_gap_s"),
+}
+"""SQL detectors whose candidates are kept between computes (`kept_candidates`), each with the
+settings that bound how far back new data can change an episode: its merge gap, its trailing
+window and the horizon's open margin. A compute re-finds only the episodes ending within that
+margin (plus two scrape intervals) of the earliest newly loaded GPU sample, or open, and keeps
+the rest (queries/detect/kept_cut.sql)."""
+
+KEPT_PREPARE: dict[str, str] = {"counters": "counter_carry"}
+"""`queries/detect/<file>.sql` a kept detector needs run after its cut: the counters' carry."""
+CARRY_LOOK_BACK = dt.timedelta(hours=1)
+"""How far before its samples the carry looks first (older storage is skipped by time)."""
+
+KEPT_FILES: tuple[str, ...] = ("kept_cut", "kept_store", *KEPT_PREPARE.values())
+"""`queries/detect/<name>.sql` that cut and store a kept detector's episodes."""
+
+FAR_PAST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+"""Before any data: a cut there finds every episode from all history."""
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
@@ -79,6 +101,7 @@ def registered_detect_files() -> tuple[str, ...]:
         FINALIZE,
         KINDS,
         *FOLLOW_UPS,
+        *KEPT_FILES,
     )
 
 
@@ -145,6 +168,80 @@ def _insert_sql(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any
     )
 
 
+def _basis(name: str, params: dict[str, Any]) -> str:
+    """What a kept detector's episodes depend on besides the samples: its code and settings."""
+    digest = hashlib.sha256(load_sql(f"detect/{name}").encode())
+    for helper in KEPT_FILES:
+        digest.update(load_sql(f"detect/{helper}").encode())
+    digest.update(repr(sorted(params.items())).encode())
+    return digest.hexdigest()[:16]
+
+
+def _kept_window(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any], basis: str
+) -> dict[str, Any]:
+    """The cut parameters of a kept detector: incremental when the last compute kept this
+    cluster's candidates with the same basis, from all history otherwise."""
+    previous = con.execute(
+        "SELECT basis FROM kept_candidates_basis "
+        "WHERE cluster = getvariable('pass_cluster') AND detector = ?",
+        [name],
+    ).fetchall()
+    if previous != [(basis,)]:
+        return {"incremental": False, "settle_before": FAR_PAST, "flags_from": FAR_PAST}
+    horizon = params["horizon"]
+    since = execute(con, "derived/kept_samples_from", {"rebuild": False}).fetchall()[0][0]
+    newest_change = min(since, horizon) if since is not None else horizon
+    margin_s = sum(params[setting] for setting in KEPT_DETECTORS[name])
+    margin_s += 2 * params["det_sample_interval_s"]
+    settle_before = newest_change - dt.timedelta(seconds=margin_s)
+    return {"incremental": True, "settle_before": settle_before, "flags_from": settle_before}
+
+
+def _insert_kept(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    """A kept detector: the episodes new data can change re-found, the settled ones kept."""
+    basis = _basis(name, {k: v for k, v in params.items() if k != "horizon"})
+    cut = _kept_window(con, name, params, basis) | {"detector": name, "basis": basis}
+    execute(con, "detect/kept_cut", cut)
+    earliest = con.execute("SELECT min(flags_from) FROM detect_cut").fetchall()[0][0]
+    look_back = dt.timedelta(seconds=max(params[s] for s in KEPT_DETECTORS[name]))
+    scan_from = min(earliest or cut["flags_from"], cut["flags_from"])
+    scan_from = scan_from - look_back if scan_from > FAR_PAST else FAR_PAST
+    sql = load_sql(f"detect/{name}").strip().rstrip(";")
+    columns = ", ".join(CANDIDATE_SCHEMA)
+    run_params = params | cut | {"scan_from": scan_from}
+    _prepare(con, name, run_params)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE detect_found AS SELECT {columns} FROM ({sql}\n) "
+        "WHERE end_ts IS NULL OR end_ts >= $settle_before::TIMESTAMPTZ",
+        bind(sql, run_params) | {"settle_before": cut["settle_before"]},
+    )
+    for statement in statements(load_sql("detect/kept_store")):
+        con.execute(statement, bind(statement, cut))
+    con.execute("DROP TABLE detect_cut")
+    _unprepare(con, name)
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+    if name not in KEPT_PREPARE:
+        return
+    carry_from = params["scan_from"]
+    carry_from = carry_from - CARRY_LOOK_BACK if carry_from > FAR_PAST else FAR_PAST
+    for statement in statements(load_sql(f"detect/{KEPT_PREPARE[name]}")):
+        con.execute(statement, bind(statement, params | {"carry_from": carry_from}))
+
+
+def _unprepare(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    if name in KEPT_PREPARE:
+        con.execute("DROP TABLE detect_carry")
+
+
+def forget_kept_candidates(con: duckdb.DuckDBPyConnection) -> None:
+    """`compute --force`: every kept detector finds its episodes from all history again."""
+    con.execute("DELETE FROM kept_candidates")
+    con.execute("DELETE FROM kept_candidates_basis")
+
+
 def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
@@ -200,8 +297,21 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     con.execute("SET preserve_insertion_order = false")
     for name in made_here:
         _create_shared(con, name, params)
+    keep = con.execute("SELECT getvariable('pass_cluster')").fetchall()[0][0] is not None
     for name in SQL_DETECTORS:
-        _insert_sql(con, name, params)
+        if name in KEPT_DETECTORS and keep:
+            _insert_kept(con, name, params)
+        elif name in KEPT_DETECTORS:
+            # Outside a compute's pass (no cluster to keep them for): from all history.
+            full = {"detector": name, "settle_before": FAR_PAST, "incremental": False}
+            full |= {"flags_from": FAR_PAST, "scan_from": FAR_PAST}
+            execute(con, "detect/kept_cut", full)
+            _prepare(con, name, params | full)
+            _insert_sql(con, name, params | full)
+            con.execute("DROP TABLE detect_cut")
+            _unprepare(con, name)
+        else:
+            _insert_sql(con, name, params)
     for name in made_here:
         con.execute(f"DROP TABLE detect_{name}")
     con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")

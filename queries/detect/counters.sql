@@ -32,6 +32,21 @@ rule_series AS (
     JOIN rules r USING (metric)
     JOIN (SELECT metric, row_number() OVER () AS metric_id FROM rules) m USING (metric)
 ),
+-- Kept between computes (queries/detect/kept_cut.sql): a flag depends on the increases within the
+-- trailing window before it, and an increase on its sample and the one before. So the samples
+-- from one window before each node's cut on, with the last sample before them of each GPU and
+-- metric (`detect_carry`, queries/detect/counter_carry.sql), find the flags from the cut on exactly
+-- as all history would.
+scoped_values AS (
+    SELECT v.ts, v.series_id, v.value
+    FROM gpu_sample_values v
+    JOIN rule_series r USING (series_id)
+    LEFT JOIN detect_cut c ON c.node = r.node
+    WHERE v.ts >= $scan_from::TIMESTAMPTZ
+      AND v.ts >= coalesce(c.flags_from, $flags_from::TIMESTAMPTZ) - to_seconds($det_counter_window_s)
+    UNION ALL
+    SELECT ts, series_id, value FROM detect_carry
+),
 -- Only a GPU and kind that can fire needs its samples ordered: a counter that changed at least
 -- once (a constant counter never increases) or a level that reached the threshold. One hash
 -- aggregation finds them and numbers them; the window functions below then sort narrow rows
@@ -41,7 +56,7 @@ active AS (
     FROM (
         SELECT r.node, r.gpu, r.kind, any_value(r.mode) AS mode, any_value(r.threshold) AS threshold,
                any_value(r.severity) AS severity, any_value(r.action) AS action
-        FROM gpu_sample_values v JOIN rule_series r USING (series_id)
+        FROM scoped_values v JOIN rule_series r USING (series_id)
         GROUP BY r.node, r.gpu, r.kind
         HAVING CASE WHEN any_value(r.mode) = 'level' THEN max(v.value) >= any_value(r.threshold)
                     ELSE max(v.value) > min(v.value) OR any_value(r.threshold) <= 0 END
@@ -57,7 +72,7 @@ active_series AS (
 samples AS (
     SELECT a.series, v.ts, a.named_series, v.value,
            v.value - lag(v.value) OVER (PARTITION BY a.series, a.metric_id ORDER BY v.ts) AS delta
-    FROM gpu_sample_values v JOIN active_series a USING (series_id)
+    FROM scoped_values v JOIN active_series a USING (series_id)
 ),
 increases AS (
     SELECT series, ts, named_series, value AS level,
@@ -78,8 +93,9 @@ windowed AS (
 flagged AS (
     SELECT w.series, w.ts, any_value(w.named_series) AS named_series,
            max(CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END) AS measure
-    FROM windowed w JOIN active a USING (series)
+    FROM windowed w JOIN active a USING (series) LEFT JOIN detect_cut c ON c.node = a.node
     WHERE CASE WHEN a.mode = 'level' THEN w.level ELSE w.window_increase END >= a.threshold
+      AND w.ts >= coalesce(c.flags_from, $flags_from::TIMESTAMPTZ)
     GROUP BY w.series, w.ts
 ),
 islands AS (

@@ -15,11 +15,16 @@
 -- Episodes: persistent samples closer than `$det_peer_merge_gap_s` seconds (a throttled GPU that
 -- idles between jobs is one finding); end = last + one scrape,
 -- NULL when at the data horizon. Score = the median |z| of the episode's deviating samples.
+-- Kept between computes (queries/detect/kept_cut.sql): a flag depends on its own scrape and the
+-- trailing window before it, so the scrapes from one window before each node's cut on find the
+-- flags from the cut on exactly as all history would.
 WITH loaded AS (
     -- The scrapes of loaded GPUs (temporary table of queries/detect/gpu_scrapes.sql).
-    SELECT ts, node, gpu, clock, power, temp, util_series
-    FROM detect_gpu_scrapes
-    WHERE util >= $det_load_util_min
+    SELECT s.ts, s.node, s.gpu, s.clock, s.power, s.temp, s.util_series
+    FROM detect_gpu_scrapes s LEFT JOIN detect_cut c USING (node)
+    WHERE s.util >= $det_load_util_min
+      AND s.ts >= $scan_from::TIMESTAMPTZ
+      AND s.ts >= coalesce(c.flags_from, $flags_from::TIMESTAMPTZ) - to_seconds($det_peer_window_s)
 ),
 -- Peer statistics per node and scrape with GROUP BY (a window per (node, ts) would sort every row).
 peer_medians AS (
@@ -80,10 +85,11 @@ persistent AS (
                       RANGE BETWEEN to_seconds($det_peer_window_s) PRECEDING AND CURRENT ROW)
 ),
 flagged AS (
-    SELECT *, lag(ts) OVER (PARTITION BY node, gpu, kind ORDER BY ts) AS prev_ts
-    FROM persistent
-    WHERE deviates AND deviating_share >= $det_peer_min_share
-      AND recent_samples >= 0.5 * $det_peer_window_s / $det_sample_interval_s
+    SELECT p.*, lag(p.ts) OVER (PARTITION BY p.node, p.gpu, p.kind ORDER BY p.ts) AS prev_ts
+    FROM persistent p LEFT JOIN detect_cut c USING (node)
+    WHERE p.deviates AND p.deviating_share >= $det_peer_min_share
+      AND p.recent_samples >= 0.5 * $det_peer_window_s / $det_sample_interval_s
+      AND p.ts >= coalesce(c.flags_from, $flags_from::TIMESTAMPTZ)
 ),
 islands AS (
     SELECT *,

@@ -185,6 +185,35 @@ CREATE TABLE IF NOT EXISTS rank_slowdown_inputs (
     basis   VARCHAR NOT NULL
 );
 
+-- The candidates of the detectors kept between computes (pipelines/detectors/__init__.py
+-- KEPT_DETECTORS), per cluster and detector, with the settings and code that found them: a compute
+-- re-finds only the episodes that new data can still change and keeps the settled ones.
+-- `compute --force` empties both tables.
+CREATE TABLE IF NOT EXISTS kept_candidates (
+    cluster     VARCHAR NOT NULL,
+    detector    VARCHAR NOT NULL,
+    entity_type VARCHAR,
+    node        VARCHAR,
+    gpu         SMALLINT,
+    uuid        VARCHAR,
+    job_id      VARCHAR,
+    rank        INTEGER,
+    kind        VARCHAR,
+    start_ts    TIMESTAMPTZ,
+    end_ts      TIMESTAMPTZ,
+    detected_at TIMESTAMPTZ,
+    score       DOUBLE,
+    severity    VARCHAR,
+    evidence    VARCHAR,
+    action      VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS kept_candidates_basis (
+    cluster  VARCHAR NOT NULL,
+    detector VARCHAR NOT NULL,
+    basis    VARCHAR NOT NULL
+);
+
 -- One row per `gpufleet prune --keep-raw` that dropped samples: GPU samples older than
 -- `pruned_before` are gone from gpu_sample_values, apart from the error-counter series the
 -- detectors re-read on every compute (queries/store/prune_raw.sql). The kept tables gpu_scrapes
