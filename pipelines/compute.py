@@ -37,6 +37,10 @@ class Step:
     """True: the table is kept between computes and brought up to date from the loads since, once
     for every cluster before (gpu_scrapes) or after (gpu_samples_15m) the per-cluster passes
     (pipelines/sample_rollups.py)."""
+    kept_per_pass: bool = False
+    """True: the table is kept between computes and holds every cluster's rows; each pass updates
+    its cluster's (gpu_activity_windows: pipelines/activity_windows.py), and the pass's later
+    steps see only those."""
 
 
 # The Python steps, imported when they run: scipy takes seconds to import, and a skipped compute
@@ -66,10 +70,12 @@ def create_shared_scrapes(con: duckdb.DuckDBPyConnection, settings: Settings) ->
 
 
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """`queries/derived/gpu_activity_windows.sql`, then the per-scrape table goes: its last reader."""
+    """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
+    goes: its last reader."""
+    from pipelines.activity_windows import update_activity_windows
     from pipelines.detectors import drop_shared_tables
 
-    execute(con, "derived/gpu_activity_windows", settings.sql_params())
+    update_activity_windows(con, settings)
     drop_shared_tables(con)
 
 
@@ -107,7 +113,7 @@ def _steps() -> list[Step]:
         # weekly_summary read them.
         Step("mig_profiles"),
         Step("gpu_job_assignments"),
-        Step("gpu_activity_windows", run=build_activity_windows),
+        Step("gpu_activity_windows", run=build_activity_windows, kept_per_pass=True),
         Step("gpu_utilisation_daily"),
         Step("job_utilisation"),
         Step("team_utilisation_weekly"),
@@ -165,13 +171,14 @@ BOOKKEEPING_TABLES = frozenset(
         "rank_slowdown_inputs",
         "kept_candidates",
         "kept_candidates_basis",
+        "kept_rows_basis",
         "raw_retention",
         "gpu_inventory_pruned",
     }
 )
 """Tables of the database that are neither landing nor derived."""
 
-KEPT_TABLES = frozenset(step.name for step in _steps() if step.kept)
+KEPT_TABLES = frozenset(step.name for step in _steps() if step.kept or step.kept_per_pass)
 """Derived tables brought up to date rather than rebuilt; each holds every cluster's rows."""
 
 REFERENCE_TABLES = frozenset({"xid_catalogue", "mig_profiles", "anomaly_kinds"})
@@ -204,12 +211,17 @@ def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
     seeing only its cluster: every (cluster, node) and (cluster, job) is its own entity, and a
     cluster's numbers are those of the cluster loaded alone.
     """
-    db = quote_ident(_database(con))
     for table in _SCOPED_TABLES:
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
-            f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {_literal(cluster)}"
-        )
+        _scope_table(con, table, cluster)
+
+
+def _scope_table(con: duckdb.DuckDBPyConnection, table: str, cluster: str) -> None:
+    """A temp view shadowing `table` with one cluster's rows."""
+    db = quote_ident(_database(con))
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
+        f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {_literal(cluster)}"
+    )
 
 
 # The landing tables, gpu_series (steps that read the sample storage directly, by integer series
@@ -223,12 +235,15 @@ _SCOPED_TABLES: tuple[str, ...] = (
 )
 
 
+_KEPT_PER_PASS: tuple[str, ...] = tuple(step.name for step in _steps() if step.kept_per_pass)
+
+
 def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
 def _unscope(con: duckdb.DuckDBPyConnection) -> None:
-    for table in _SCOPED_TABLES:
+    for table in (*_SCOPED_TABLES, *_KEPT_PER_PASS):
         con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
 
 
@@ -434,6 +449,10 @@ def compute(
     started = time.perf_counter()
     con.execute("BEGIN TRANSACTION")
     try:
+        from pipelines.activity_windows import (
+            drop_previous_assignments,
+            keep_previous_assignments,
+        )
         from pipelines.rank_slowdown import drop_previous, keep_previous
         from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
 
@@ -443,6 +462,7 @@ def compute(
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
         keep_previous(con, rebuild=force)
+        keep_previous_assignments(con, rebuild=force)
         if force:
             from pipelines.detectors import forget_kept_candidates
 
@@ -471,10 +491,14 @@ def compute(
                 else:
                     step.run(con, settings)
                 timings[step.name] = timings.get(step.name, 0.0) + time.perf_counter() - t0
+                if step.kept_per_pass and len(clusters) > 1:
+                    # The table holds every cluster's rows; the pass's later steps read its own.
+                    _scope_table(con, step.name, cluster)
             if len(clusters) > 1:
                 _unscope(con)
             _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
         drop_previous(con)
+        drop_previous_assignments(con)
         if len(clusters) > 1:
             _publish_collected(con)
             t0 = time.perf_counter()

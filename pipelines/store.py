@@ -521,10 +521,17 @@ def _merge(
         return result(insert_gpu_samples(con, new_rows, checked.min_ts), 0)
     if not overlap:
         con.execute(f"INSERT INTO {table} {new_rows}")
-        return result(distinct, 0)
-    before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
-    con.execute(f"INSERT INTO {table} {new_rows}")
-    return result(con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before, 0)
+        stored = distinct
+    else:
+        before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+        con.execute(f"INSERT INTO {table} {new_rows}")
+        stored = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
+    if item.table == "gpu_instance_samples" and stored:
+        # MIG samples change gpu_activity_windows from their time on, as GPU samples do.
+        from pipelines.sample_rollups import record_loaded_samples
+
+        record_loaded_samples(con, checked.min_ts)
+    return result(stored, 0)
 
 
 def _refuse_pruned_samples(

@@ -64,10 +64,12 @@ PATTERNS: dict[str, list[Delivery]] = {
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> tuple[Path, duckdb.DuckDBPyConnection]:
-    """Six nodes (enough for multi-node jobs with step logs) over one day, and its one-load database."""
+    """Eight nodes (enough for multi-node jobs with step logs, and for a MIG node serving
+    inference in one cluster) over one day, and its one-load database."""
     root = tmp_path_factory.mktemp("batched")
     simulate_to_dir(
-        SimulationConfig.create(nodes=6, days=1, seed=5, start="2026-11-23"), root / "fleet"
+        SimulationConfig.create(nodes=8, days=1, seed=5, start="2026-11-23", inference=True),
+        root / "fleet",
     )
     whole = root / "whole"
     deliver(root / "fleet", whole, START, END)
@@ -81,12 +83,13 @@ def test_the_fleet_has_what_the_patterns_must_cut(fleet):
     _, con = fleet
     counts = {
         t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-        for t in ("rank_steps", "checkpoints")
+        for t in ("rank_steps", "checkpoints", "gpu_instance_samples")
     }
     running_then_ended = con.execute(
         "SELECT count(*) FROM jobs WHERE start_ts < $cut AND end_ts >= $cut", {"cut": START + 6 * H}
     ).fetchone()[0]
     assert counts["rank_steps"] > 0 and counts["checkpoints"] > 0
+    assert counts["gpu_instance_samples"] > 0  # MIG rows of gpu_activity_windows
     assert running_then_ended > 0  # jobs that the first run sees running and a later one ended
 
 
@@ -214,3 +217,47 @@ def test_kept_detector_episodes_after_every_run_equal_one_compute(fleet, tmp_pat
         "('throttling', 'temp_above_peers') ORDER BY ALL"
     ).fetchall()
     assert again != before, "the stricter z changed no finding: the basis is not tested"
+
+
+SCHEDULER_AND_STEP_LOGS = ("jobs", "job_attempts", "rank_steps", "checkpoints")
+
+
+@pytest.mark.slow
+def test_jobs_that_arrive_after_their_telemetry_re_attribute_kept_activity(fleet, tmp_path):
+    """The scheduler and the step logs are out from 06 to 12 h while telemetry keeps arriving; the
+    jobs of those hours come in one catch-up load with no GPU samples. The kept activity windows of
+    06-12 h were attributed to the jobs known at 06 h: the catch-up must re-attribute them (only
+    the assignments changed, not the samples), so every derived table equals one compute."""
+    root, whole = fleet
+    con = open_store(tmp_path / "pieces.duckdb")
+    settings = Settings()
+    outage_start, outage_end = START + 6 * H, START + 12 * H
+    for i, (start, end) in enumerate(windows(START, END, 2 * H)):
+        run = tmp_path / f"run{i}"
+        deliver(root / "fleet", run, start, end)
+        if outage_start <= start < outage_end:
+            for table in SCHEDULER_AND_STEP_LOGS:
+                (run / f"{table}.parquet").unlink()
+        ingest_files(con, run)
+        compute(con, settings)
+        if end == outage_end:
+            before = con.execute(
+                "SELECT count(*) FROM gpu_activity_windows WHERE start_ts >= $a AND start_ts < $b "
+                "AND job_id IS NOT NULL",
+                {"a": outage_start, "b": outage_end},
+            ).fetchone()[0]
+            catch_up = tmp_path / "catch_up"
+            deliver(root / "fleet", catch_up, outage_start, outage_end)
+            for path in catch_up.glob("*.parquet"):
+                if path.stem not in SCHEDULER_AND_STEP_LOGS:
+                    path.unlink()
+            ingest_files(con, catch_up)
+            compute(con, settings)
+            after = con.execute(
+                "SELECT count(*) FROM gpu_activity_windows WHERE start_ts >= $a AND start_ts < $b "
+                "AND job_id IS NOT NULL",
+                {"a": outage_start, "b": outage_end},
+            ).fetchone()[0]
+            assert after != before, "the catch-up changed no attribution: nothing is tested"
+    differences = [d for table in DERIVED_TABLES if (d := table_differences(con, whole, table))]
+    assert not differences, "\n".join(differences)

@@ -159,9 +159,10 @@ CREATE TABLE IF NOT EXISTS load_log (
     rows_new  BIGINT NOT NULL
 );
 
--- GPU samples loaded since the last `gpufleet compute`: the earliest sample time of each load
--- that stored any. The compute rebuilds gpu_scrapes and gpu_samples_15m from the earliest of them
--- on and empties this table, in its transaction (pipelines/sample_rollups.py).
+-- GPU and MIG-instance samples loaded since the last `gpufleet compute`: the earliest sample time
+-- of each load that stored any. The compute rebuilds gpu_scrapes, gpu_samples_15m and the changed
+-- rows of gpu_activity_windows from the earliest of them on and empties this table, in its
+-- transaction (pipelines/sample_rollups.py, pipelines/activity_windows.py).
 CREATE TABLE IF NOT EXISTS gpu_samples_loaded (
     from_ts TIMESTAMPTZ NOT NULL
 );
@@ -206,6 +207,15 @@ CREATE TABLE IF NOT EXISTS kept_candidates (
     severity    VARCHAR,
     evidence    VARCHAR,
     action      VARCHAR
+);
+
+-- The settings and code each cluster's rows of a kept derived table were built with
+-- (pipelines/activity_windows.py): other ones rebuild that cluster's rows. `compute --force`
+-- empties it.
+CREATE TABLE IF NOT EXISTS kept_rows_basis (
+    cluster    VARCHAR NOT NULL,
+    table_name VARCHAR NOT NULL,
+    basis      VARCHAR NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS kept_candidates_basis (
