@@ -365,6 +365,37 @@ def open_database(path: Path, *, writable: bool) -> duckdb.DuckDBPyConnection:
     return con
 
 
+DUCKDB_HEADER_BYTES = 3 * 4096
+"""DuckDB's file header and its two alternating database headers, before the first block."""
+
+
+def refuse_truncated(
+    con: duckdb.DuckDBPyConnection, path: Path, catalog: str | None = None
+) -> None:
+    """A file shorter than the blocks its header counts is cut off, whatever reads succeed.
+
+    DuckDB reads blocks lazily: a command that touches only the first part of a truncated
+    file would otherwise run and report nothing wrong. With a WAL beside the file, the
+    count includes blocks still only in the log, so there is nothing to compare.
+    """
+    if path.with_name(path.name + ".wal").exists():
+        return
+    row = con.execute(
+        "SELECT block_size, total_blocks FROM pragma_database_size()"
+        " WHERE database_name = coalesce($name, current_database())",
+        {"name": catalog},
+    ).fetchone()
+    if row is None or not row[1]:
+        return
+    block_size, total_blocks = row
+    if path.stat().st_size < DUCKDB_HEADER_BYTES + block_size * total_blocks:
+        con.close()
+        raise DatabaseCorruptError(
+            f"Database `{path}` is damaged or not a DuckDB file.",
+            "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
+        )
+
+
 def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the newest published version of `db`.
 
@@ -379,6 +410,7 @@ def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("ATTACH $path AS fleet (READ_ONLY)", {"path": str(db)})
         con.execute("USE fleet")
+        refuse_truncated(con, db, "fleet")
     except duckdb.Error as e:
         con.close()
         if "lock" in str(e).lower():

@@ -51,7 +51,13 @@ def connect(
     readers open the newest published version); this is the plain open beneath it.
     `retries` waits (0.2 s, doubling) while another process holds DuckDB's write lock.
     """
-    from pipelines.serving import duckdb_writer_pid, explain, first_line, foreign_writer_error
+    from pipelines.serving import (
+        duckdb_writer_pid,
+        explain,
+        first_line,
+        foreign_writer_error,
+        refuse_truncated,
+    )
 
     path = Path(path)
     if read_only and not path.exists():
@@ -77,6 +83,7 @@ def connect(
             raise explain(e, path) or GpufleetError(
                 f"Cannot open database `{path}`: {first_line(e)}"
             ) from None
+    refuse_truncated(con, path)
     con.execute("SET TimeZone = 'UTC'")
     if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
         # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
