@@ -380,14 +380,14 @@ def refuse_truncated(
     """
     if path.with_name(path.name + ".wal").exists():
         return
-    row = con.execute(
+    rows = con.execute(
         "SELECT block_size, total_blocks FROM pragma_database_size()"
         " WHERE database_name = coalesce($name, current_database())",
         {"name": catalog},
-    ).fetchone()
-    if row is None or not row[1]:
+    ).fetchall()
+    if not rows or not rows[0][1]:
         return
-    block_size, total_blocks = row
+    block_size, total_blocks = rows[0]
     if path.stat().st_size < DUCKDB_HEADER_BYTES + block_size * total_blocks:
         con.close()
         raise DatabaseCorruptError(
