@@ -372,23 +372,25 @@ DUCKDB_HEADER_BYTES = 3 * 4096
 def refuse_truncated(
     con: duckdb.DuckDBPyConnection, path: Path, catalog: str | None = None
 ) -> None:
-    """A file shorter than the blocks its header counts is cut off, whatever reads succeed.
+    """A file too short to hold the blocks in use is cut off, whatever reads succeed.
 
-    DuckDB reads blocks lazily: a command that touches only the first part of a truncated
-    file would otherwise run and report nothing wrong. With a WAL beside the file, the
-    count includes blocks still only in the log, so there is nothing to compare.
+    DuckDB reads blocks lazily: a command that touches only the first part of a truncated file
+    would otherwise run and report nothing wrong. The check is a necessary condition only (free
+    blocks may lie anywhere, and a checkpoint trims those at the end of the file). With a WAL
+    beside the file, the count includes blocks still only in the log, so there is nothing to
+    compare.
     """
     if path.with_name(path.name + ".wal").exists():
         return
     rows = con.execute(
-        "SELECT block_size, total_blocks FROM pragma_database_size()"
+        "SELECT block_size, used_blocks FROM pragma_database_size()"
         " WHERE database_name = coalesce($name, current_database())",
         {"name": catalog},
     ).fetchall()
     if not rows or not rows[0][1]:
         return
-    block_size, total_blocks = rows[0]
-    if path.stat().st_size < DUCKDB_HEADER_BYTES + block_size * total_blocks:
+    block_size, used_blocks = rows[0]
+    if path.stat().st_size < DUCKDB_HEADER_BYTES + block_size * used_blocks:
         con.close()
         raise DatabaseCorruptError(
             f"Database `{path}` is damaged or not a DuckDB file.",
