@@ -69,6 +69,14 @@ def create_shared_scrapes(con: duckdb.DuckDBPyConnection, settings: Settings) ->
     create_shared_tables(con, settings)
 
 
+def build_scrape_gaps(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """The pass's rows of gpu_scrape_gaps brought up to date: the telemetry-gap detector's
+    silences."""
+    from pipelines.kept_rows import update_kept_rows
+
+    update_kept_rows(con, settings, "gpu_scrape_gaps", ("det_gap_s",))
+
+
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
     goes: its last reader."""
@@ -107,6 +115,8 @@ def _steps() -> list[Step]:
         Step("detect_gpu_scrapes", run=create_shared_scrapes, table=False),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
+        # Kept between computes, per cluster: each GPU's silences between scrapes.
+        Step("gpu_scrape_gaps", run=build_scrape_gaps, kept_per_pass=True),
         Step("anomalies", run=detect_anomalies),
         # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
         # attempt_clusters, the per-scrape table and the landing tables; goodput_stack and
@@ -462,8 +472,10 @@ def compute(
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
         keep_previous(con, rebuild=force)
-        keep_previous_assignments(con, rebuild=force)
+        keep_previous_assignments(con)
         if force:
+            # Every kept table's rows are built again from all samples.
+            con.execute("DELETE FROM kept_rows_basis")
             from pipelines.detectors import forget_kept_candidates
 
             forget_kept_candidates(con)

@@ -6,14 +6,12 @@
 -- or silent is an availability outage, not a telemetry gap).
 -- When every GPU of the node is silent over overlapping gaps, it is the node's exporter: one
 -- node-level finding replaces the per-GPU ones. Score = gap length in minutes.
-WITH reports AS (
-    -- Every scrape that reported any field (temporary table of queries/detect/gpu_scrapes.sql).
-    SELECT node, gpu, ts FROM detect_gpu_scrapes
-),
-gaps AS (
-    SELECT node, gpu, ts AS last_ts, next_ts
-    FROM (SELECT node, gpu, ts, lead(ts) OVER (PARTITION BY node, gpu ORDER BY ts) AS next_ts FROM reports)
-    WHERE coalesce(next_ts, $horizon::TIMESTAMPTZ) - ts > to_seconds($det_gap_s)
+WITH gaps AS (
+    -- Consecutive scrapes (that reported any field) further apart than $det_gap_s, and each GPU's
+    -- last scrape: the kept table of queries/derived/gpu_scrape_gaps.sql, the pass's cluster's rows.
+    SELECT node, gpu, last_ts, next_ts
+    FROM gpu_scrape_gaps
+    WHERE coalesce(next_ts, $horizon::TIMESTAMPTZ) - last_ts > to_seconds($det_gap_s)
 ),
 ready_during AS (
     SELECT g.node, g.gpu, g.last_ts, any_value(g.next_ts) AS next_ts,

@@ -1,0 +1,63 @@
+"""Derived tables a pass of `gpufleet compute` keeps between computes and brings up to date.
+
+Each such table holds every cluster's rows; its SQL (`queries/derived/<table>.sql`, statements
+run in the pass) says which rows new samples can change and finds only those again, given
+`$incremental` and `$changed_from` (the start of the earliest newly loaded sample's 15-minute
+bucket: `gpu_scrapes` rows before it are unchanged). `kept_rows_basis` records, per cluster, the
+code and settings the rows were built with: other ones (or `compute --force`, which empties it,
+or a table not yet kept) build the cluster's rows from all samples.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+import duckdb
+
+from pipelines.config import Settings
+from pipelines.sql import bind, execute, load_sql, statements
+
+FAR_PAST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+FAR_FUTURE = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
+"""`$changed_from` when no sample was loaded since the last compute: after all of them."""
+
+
+def _basis(table: str, settings: Settings, basis_settings: tuple[str, ...]) -> str:
+    params = settings.sql_params()
+    digest = hashlib.sha256(load_sql(f"derived/{table}").encode())
+    digest.update(repr([(name, params[name]) for name in basis_settings]).encode())
+    return digest.hexdigest()[:16]
+
+
+def update_kept_rows(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    table: str,
+    basis_settings: tuple[str, ...],
+) -> None:
+    """The pass's cluster's rows of `table` brought up to date (or rebuilt).
+
+    `basis_settings` names the settings its rows depend on besides the data.
+    """
+    basis = _basis(table, settings, basis_settings)
+    previous = con.execute(
+        "SELECT basis FROM kept_rows_basis "
+        "WHERE cluster = getvariable('pass_cluster') AND table_name = ?",
+        [table],
+    ).fetchall()
+    incremental = previous == [(basis,)]
+    changed_from = FAR_PAST
+    if incremental:
+        since = execute(con, "derived/kept_samples_from", {"rebuild": False}).fetchall()[0][0]
+        changed_from = since if since is not None else FAR_FUTURE
+    params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
+    for statement in statements(load_sql(f"derived/{table}")):
+        con.execute(statement, bind(statement, params))
+    con.execute(
+        "DELETE FROM kept_rows_basis WHERE cluster = getvariable('pass_cluster') AND table_name = ?",
+        [table],
+    )
+    con.execute(
+        "INSERT INTO kept_rows_basis VALUES (getvariable('pass_cluster'), ?, ?)", [table, basis]
+    )
