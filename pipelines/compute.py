@@ -77,6 +77,20 @@ def build_scrape_gaps(con: duckdb.DuckDBPyConnection, settings: Settings) -> Non
     update_kept_rows(con, settings, "gpu_scrape_gaps", ("det_gap_s",))
 
 
+def build_condition_changes(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    """The pass's rows of node_condition_changes brought up to date: what the flapping detector
+    counts."""
+    from pipelines.kept_rows import update_kept_rows
+
+    update_kept_rows(
+        con,
+        settings,
+        "node_condition_changes",
+        (),
+        changed_from_query="derived/kept_conditions_from",
+    )
+
+
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
     goes: its last reader."""
@@ -117,6 +131,8 @@ def _steps() -> list[Step]:
         # and job outcomes, which read the anomalies.
         # Kept between computes, per cluster: each GPU's silences between scrapes.
         Step("gpu_scrape_gaps", run=build_scrape_gaps, kept_per_pass=True),
+        # Kept between computes, per cluster: each node condition's changes of status.
+        Step("node_condition_changes", run=build_condition_changes, kept_per_pass=True),
         Step("anomalies", run=detect_anomalies),
         # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
         # attempt_clusters, the per-scrape table and the landing tables; goodput_stack and
@@ -177,6 +193,7 @@ BOOKKEEPING_TABLES = frozenset(
         "ingest_partial_log",
         "compute_log",
         "gpu_samples_loaded",
+        "node_conditions_loaded",
         "kept_tables",
         "rank_slowdown_inputs",
         "kept_candidates",
@@ -511,6 +528,7 @@ def compute(
             _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
         drop_previous(con)
         drop_previous_assignments(con)
+        execute(con, "derived/kept_conditions_done")
         if len(clusters) > 1:
             _publish_collected(con)
             t0 = time.perf_counter()

@@ -2,8 +2,8 @@
 
 Each such table holds every cluster's rows; its SQL (`queries/derived/<table>.sql`, statements
 run in the pass) says which rows new samples can change and finds only those again, given
-`$incremental` and `$changed_from` (the start of the earliest newly loaded sample's 15-minute
-bucket: `gpu_scrapes` rows before it are unchanged). `kept_rows_basis` records, per cluster, the
+`$incremental` and `$changed_from` (for GPU samples, the start of the earliest newly loaded
+sample's 15-minute bucket: `gpu_scrapes` rows before it are unchanged). `kept_rows_basis` records, per cluster, the
 code and settings the rows were built with: other ones (or `compute --force`, which empties it,
 or a table not yet kept) build the cluster's rows from all samples.
 """
@@ -35,10 +35,12 @@ def update_kept_rows(
     settings: Settings,
     table: str,
     basis_settings: tuple[str, ...],
+    changed_from_query: str = "derived/kept_samples_from",
 ) -> None:
     """The pass's cluster's rows of `table` brought up to date (or rebuilt).
 
-    `basis_settings` names the settings its rows depend on besides the data.
+    `basis_settings` names the settings its rows depend on besides the data;
+    `changed_from_query` (`queries/<name>.sql`) gives the time from which new data arrived.
     """
     basis = _basis(table, settings, basis_settings)
     previous = con.execute(
@@ -49,7 +51,7 @@ def update_kept_rows(
     incremental = previous == [(basis,)]
     changed_from = FAR_PAST
     if incremental:
-        since = execute(con, "derived/kept_samples_from", {"rebuild": False}).fetchall()[0][0]
+        since = execute(con, changed_from_query, {"rebuild": False}).fetchall()[0][0]
         changed_from = since if since is not None else FAR_FUTURE
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
     for statement in statements(load_sql(f"derived/{table}")):

@@ -31,7 +31,7 @@ from pipelines.contract import (
     UPSERT_TABLES,
 )
 from pipelines.errors import DatabaseMissingError, GpufleetError, InputError
-from pipelines.sql import load_sql, statements
+from pipelines.sql import execute, load_sql, statements
 
 ROW_COLUMN = "__row"
 """Column a source relation carries with the 1-based line/row number of each record."""
@@ -533,6 +533,8 @@ def _merge(
         before = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
         con.execute(f"INSERT INTO {table} {new_rows}")
         stored = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
+    if item.table == "node_conditions" and stored:
+        execute(con, "store/node_conditions_loaded_add", {"from_ts": checked.min_ts})
     if item.table == "gpu_instance_samples" and stored:
         # MIG samples change gpu_activity_windows from their time on, as GPU samples do.
         from pipelines.sample_rollups import record_loaded_samples

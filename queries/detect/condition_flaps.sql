@@ -5,15 +5,10 @@
 -- transition of the first full window, detected at the transition that completed it, end = the
 -- last transition (NULL when the episode is still within one window of the horizon `$horizon`).
 -- Score = the most transitions seen in one window.
-WITH statuses AS (
-    SELECT node, condition, ts, status,
-           lag(status) OVER (PARTITION BY node, condition ORDER BY ts) AS prev_status
-    FROM node_conditions
-    WHERE condition <> 'Unschedulable'
-),
-transitions AS (
-    SELECT node, condition, ts, status, prev_status FROM statuses
-    WHERE prev_status IS NOT NULL AND status <> prev_status
+WITH transitions AS (
+    -- Every change of status (not the first sample): the kept table of
+    -- queries/derived/node_condition_changes.sql, the pass's cluster's rows.
+    SELECT node, condition, ts, status FROM node_condition_changes WHERE NOT first_sample
 ),
 windowed AS (
     SELECT *,

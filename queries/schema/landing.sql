@@ -167,6 +167,13 @@ CREATE TABLE IF NOT EXISTS gpu_samples_loaded (
     from_ts TIMESTAMPTZ NOT NULL
 );
 
+-- Node-condition samples loaded since the last `gpufleet compute`: the earliest sample time of
+-- each load that stored any. The compute finds node_condition_changes again from the earliest of
+-- them on and empties this table, in its transaction (queries/derived/node_condition_changes.sql).
+CREATE TABLE IF NOT EXISTS node_conditions_loaded (
+    from_ts TIMESTAMPTZ NOT NULL
+);
+
 -- Derived tables kept between computes and brought up to date from the loads since (rather
 -- than rebuilt), each with the time it was last rebuilt in full. A kept table without its row
 -- here (an older database) is rebuilt in full by the next compute.
