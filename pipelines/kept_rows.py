@@ -43,11 +43,7 @@ def update_kept_rows(
     `changed_from_query` (`queries/<name>.sql`) gives the time from which new data arrived.
     """
     basis = _basis(table, settings, basis_settings)
-    previous = con.execute(
-        "SELECT basis FROM kept_rows_basis "
-        "WHERE cluster = getvariable('pass_cluster') AND table_name = ?",
-        [table],
-    ).fetchall()
+    previous = execute(con, "derived/kept_rows_basis_read", {"table_name": table}).fetchall()
     incremental = previous == [(basis,)]
     changed_from = FAR_PAST
     if incremental:
@@ -56,10 +52,5 @@ def update_kept_rows(
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
     for statement in statements(load_sql(f"derived/{table}")):
         con.execute(statement, bind(statement, params))
-    con.execute(
-        "DELETE FROM kept_rows_basis WHERE cluster = getvariable('pass_cluster') AND table_name = ?",
-        [table],
-    )
-    con.execute(
-        "INSERT INTO kept_rows_basis VALUES (getvariable('pass_cluster'), ?, ?)", [table, basis]
-    )
+    for statement in statements(load_sql("derived/kept_rows_basis_write")):
+        con.execute(statement, bind(statement, {"table_name": table, "basis": basis}))

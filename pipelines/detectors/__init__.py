@@ -297,19 +297,9 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     con.execute("SET preserve_insertion_order = false")
     for name in made_here:
         _create_shared(con, name, params)
-    keep = con.execute("SELECT getvariable('pass_cluster')").fetchall()[0][0] is not None
     for name in SQL_DETECTORS:
-        if name in KEPT_DETECTORS and keep:
+        if name in KEPT_DETECTORS:
             _insert_kept(con, name, params)
-        elif name in KEPT_DETECTORS:
-            # Outside a compute's pass (no cluster to keep them for): from all history.
-            full = {"detector": name, "settle_before": FAR_PAST, "incremental": False}
-            full |= {"flags_from": FAR_PAST, "scan_from": FAR_PAST}
-            execute(con, "detect/kept_cut", full)
-            _prepare(con, name, params | full)
-            _insert_sql(con, name, params | full)
-            con.execute("DROP TABLE detect_cut")
-            _unprepare(con, name)
         else:
             _insert_sql(con, name, params)
     for name in made_here:
