@@ -20,34 +20,10 @@ Loads, each followed by a compute whose rows must equal `compute --force`:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from pipelines.store import open_store
+from tests.kept_cases import at, computed_equals_a_rebuild, load, one_node
 
-import polars as pl
-
-from pipelines.compute import compute
-from pipelines.config import Settings
-from pipelines.store import TableInput, load_batch, open_store
-
-T0 = datetime(2026, 11, 23, tzinfo=UTC)
 GR = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-
-
-def at(minute: int) -> datetime:
-    return T0 + timedelta(minutes=minute)
-
-
-def _load(con, tables: dict[str, list[dict]]) -> None:
-    items = [
-        TableInput(
-            name,
-            pl.DataFrame(rows)
-            .with_columns(pl.lit("c1").alias("cluster"))
-            .with_row_index("__row", offset=1),
-            f"{name} (hand-made)",
-        )
-        for name, rows in tables.items()
-    ]
-    load_batch(con, items, "test")
 
 
 def _samples(first: int, end: int) -> list[dict]:
@@ -97,11 +73,7 @@ ROWS = (
 
 
 def _computed_equals_a_rebuild(con) -> list[tuple]:
-    compute(con, Settings())
-    kept = con.execute(ROWS).fetchall()
-    compute(con, Settings(), force=True)
-    assert con.execute(ROWS).fetchall() == kept
-    return kept
+    return computed_equals_a_rebuild(con, ROWS)[0]
 
 
 def _row(rows: list[tuple], gpu: int, minute: int, gpu_i_id: int | None = None) -> tuple:
@@ -111,26 +83,18 @@ def _row(rows: list[tuple], gpu: int, minute: int, gpu_i_id: int | None = None) 
 
 def test_kept_activity_windows_follow_late_job_ends_silent_gpus_and_mig_samples(tmp_path):
     con = open_store(tmp_path / "kept.duckdb")
-    nodes = [
-        {
-            "node": "n1",
-            "instance_type": "p5",
-            "gpu_model": "NVIDIA A100 80GB PCIe",
-            "gpu_count": 2,
-            "nic_expected": None,
-        }
-    ]
-    _load(con, {"nodes": nodes, **_job(None), "gpu_samples": _samples(0, 120)})
+    nodes = one_node(2)
+    load(con, {"nodes": nodes, **_job(None), "gpu_samples": _samples(0, 120)})
     rows = _computed_equals_a_rebuild(con)
     assert _row(rows, 0, 59)[4] == 60.0
     assert {r[7] for r in rows if r[3] < at(119)} == {"j"}
 
-    _load(con, _job(30))
+    load(con, _job(30))
     rows = _computed_equals_a_rebuild(con)
     assert {r[7] for r in rows if r[3] < at(30)} == {"j"}
     assert {r[7] for r in rows if r[3] >= at(30)} == {None}
 
-    _load(con, {"gpu_samples": _samples(120, 240)})
+    load(con, {"gpu_samples": _samples(120, 240)})
     rows = _computed_equals_a_rebuild(con)
     assert _row(rows, 0, 59)[4] == 300.0
     assert _row(rows, 0, 180)[4] == 60.0
@@ -150,7 +114,7 @@ def test_kept_activity_windows_follow_late_job_ends_silent_gpus_and_mig_samples(
         }
         for m in range(200, 240)
     ]
-    _load(con, {"gpu_instance_samples": instance})
+    load(con, {"gpu_instance_samples": instance})
     rows = _computed_equals_a_rebuild(con)
     whole_gpu_1 = [r for r in rows if r[0] == 1 and r[1] is None]
     assert [r[3] for r in whole_gpu_1] == [at(m) for m in range(200)]

@@ -20,36 +20,14 @@ Node n1, condition NetworkingReady (NR) sampled every two minutes from 2026-11-2
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from pipelines.store import open_store
+from tests.kept_cases import at, computed_equals_a_rebuild, load, one_node
 
-import polars as pl
-
-from pipelines.compute import compute
-from pipelines.config import Settings
-from pipelines.store import TableInput, load_batch, open_store
-
-T0 = datetime(2026, 11, 23, tzinfo=UTC)
 NR = "NetworkingReady"
 
 
-def at(minute: int) -> datetime:
-    return T0 + timedelta(minutes=minute)
-
-
 def _load(con, rows: list[dict], nodes: list[dict] | None = None) -> None:
-    tables = {"nodes": nodes} if nodes else {}
-    tables["node_conditions"] = rows
-    items = [
-        TableInput(
-            name,
-            pl.DataFrame(table)
-            .with_columns(pl.lit("c1").alias("cluster"))
-            .with_row_index("__row", offset=1),
-            f"{name} (hand-made)",
-        )
-        for name, table in tables.items()
-    ]
-    load_batch(con, items, "test")
+    load(con, {**({"nodes": nodes} if nodes else {}), "node_conditions": rows})
 
 
 def _sample(minute: int, condition: str, status: bool) -> dict:
@@ -71,12 +49,7 @@ FINDINGS = "SELECT start_ts, end_ts, score, evidence FROM anomalies WHERE kind =
 
 
 def _computed_equals_a_rebuild(con) -> list[tuple]:
-    compute(con, Settings())
-    kept, found = con.execute(ROWS).fetchall(), con.execute(FINDINGS).fetchall()
-    compute(con, Settings(), force=True)
-    assert con.execute(ROWS).fetchall() == kept
-    assert con.execute(FINDINGS).fetchall() == found
-    return kept
+    return computed_equals_a_rebuild(con, ROWS, FINDINGS)[0]
 
 
 def _changes(*rows: tuple[int, bool, bool]) -> list[tuple]:
@@ -85,15 +58,7 @@ def _changes(*rows: tuple[int, bool, bool]) -> list[tuple]:
 
 def test_kept_condition_changes_follow_new_hours_late_samples_and_a_new_first_sample(tmp_path):
     con = open_store(tmp_path / "kept.duckdb")
-    nodes = [
-        {
-            "node": "n1",
-            "instance_type": "p5",
-            "gpu_model": "NVIDIA A100 80GB PCIe",
-            "gpu_count": 1,
-            "nic_expected": None,
-        }
-    ]
+    nodes = one_node(1)
     first_hour = [_sample(m, NR, m >= 40 or (m // 10) % 2 == 0) for m in range(0, 60, 2)]
     first_hour += [_sample(m, "Ready", True) for m in range(0, 60, 2)]
     _load(con, first_hour, nodes)

@@ -23,34 +23,10 @@ telemetry-gap findings) must equal `compute --force`:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from pipelines.store import open_store
+from tests.kept_cases import at, computed_equals_a_rebuild, load, one_node
 
-import polars as pl
-
-from pipelines.compute import compute
-from pipelines.config import Settings
-from pipelines.store import TableInput, load_batch, open_store
-
-T0 = datetime(2026, 11, 23, tzinfo=UTC)
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
-
-
-def at(minute: int) -> datetime:
-    return T0 + timedelta(minutes=minute)
-
-
-def _load(con, tables: dict[str, list[dict]]) -> None:
-    items = [
-        TableInput(
-            name,
-            pl.DataFrame(rows)
-            .with_columns(pl.lit("c1").alias("cluster"))
-            .with_row_index("__row", offset=1),
-            f"{name} (hand-made)",
-        )
-        for name, rows in tables.items()
-    ]
-    load_batch(con, items, "test")
 
 
 def _samples(gpu: int, minutes) -> list[dict]:
@@ -67,12 +43,7 @@ FINDINGS = (
 
 
 def _computed_equals_a_rebuild(con) -> list[tuple]:
-    compute(con, Settings())
-    kept, found = con.execute(ROWS).fetchall(), con.execute(FINDINGS).fetchall()
-    compute(con, Settings(), force=True)
-    assert con.execute(ROWS).fetchall() == kept
-    assert con.execute(FINDINGS).fetchall() == found
-    return kept
+    return computed_equals_a_rebuild(con, ROWS, FINDINGS)[0]
 
 
 def _pairs(*pairs: tuple[int, int, int | None]) -> list[tuple]:
@@ -81,28 +52,20 @@ def _pairs(*pairs: tuple[int, int, int | None]) -> list[tuple]:
 
 def test_kept_scrape_gaps_follow_new_hours_a_long_silence_and_a_late_sample(tmp_path):
     con = open_store(tmp_path / "kept.duckdb")
-    nodes = [
-        {
-            "node": "n1",
-            "instance_type": "p5",
-            "gpu_model": "NVIDIA A100 80GB PCIe",
-            "gpu_count": 2,
-            "nic_expected": None,
-        }
-    ]
+    nodes = one_node(2)
     first_hours = [*range(60), *range(100, 120)]
-    _load(con, {"nodes": nodes, "gpu_samples": _samples(0, first_hours) + _samples(1, range(120))})
+    load(con, {"nodes": nodes, "gpu_samples": _samples(0, first_hours) + _samples(1, range(120))})
     assert _computed_equals_a_rebuild(con) == _pairs((0, 59, 100), (0, 119, None), (1, 119, None))
 
-    _load(con, {"gpu_samples": _samples(0, range(120, 150)) + _samples(1, range(120, 240))})
+    load(con, {"gpu_samples": _samples(0, range(120, 150)) + _samples(1, range(120, 240))})
     assert _computed_equals_a_rebuild(con) == _pairs((0, 59, 100), (0, 149, None), (1, 239, None))
 
-    _load(con, {"gpu_samples": _samples(0, range(300, 360)) + _samples(1, range(240, 360))})
+    load(con, {"gpu_samples": _samples(0, range(300, 360)) + _samples(1, range(240, 360))})
     assert _computed_equals_a_rebuild(con) == _pairs(
         (0, 59, 100), (0, 149, 300), (0, 359, None), (1, 359, None)
     )
 
-    _load(con, {"gpu_samples": _samples(0, [80])})
+    load(con, {"gpu_samples": _samples(0, [80])})
     after_late = _pairs((0, 59, 80), (0, 80, 100), (0, 149, 300), (0, 359, None), (1, 359, None))
     assert _computed_equals_a_rebuild(con) == after_late
 
@@ -117,7 +80,7 @@ def test_kept_scrape_gaps_follow_new_hours_a_long_silence_and_a_late_sample(tmp_
         }
         for m in range(360)
     ]
-    _load(con, {"node_conditions": ready})
+    load(con, {"node_conditions": ready})
     assert _computed_equals_a_rebuild(con) == after_late
     findings = con.execute(FINDINGS).fetchall()
     # From the first missed scrape (last + 60 s) to the next sample; score in minutes.
