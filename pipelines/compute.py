@@ -127,12 +127,12 @@ def _steps() -> list[Step]:
         # passes, below), as the temporary table `detect_gpu_scrapes` the detectors and
         # gpu_activity_windows share.
         Step("detect_gpu_scrapes", run=create_shared_scrapes, table=False),
+        # Kept between computes, per cluster: each GPU's silences between scrapes and each node
+        # condition's changes of status (the telemetry-gap and flapping detectors read them).
+        Step("gpu_scrape_gaps", run=build_scrape_gaps, kept_per_pass=True),
+        Step("node_condition_changes", run=build_condition_changes, kept_per_pass=True),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
-        # Kept between computes, per cluster: each GPU's silences between scrapes.
-        Step("gpu_scrape_gaps", run=build_scrape_gaps, kept_per_pass=True),
-        # Kept between computes, per cluster: each node condition's changes of status.
-        Step("node_condition_changes", run=build_condition_changes, kept_per_pass=True),
         Step("anomalies", run=detect_anomalies),
         # Utilisation: who held which GPU or MIG instance, and how busy it was. Read goodput_attempts,
         # attempt_clusters, the per-scrape table and the landing tables; goodput_stack and

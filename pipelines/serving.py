@@ -297,10 +297,7 @@ def writing(db: str | Path, *, command: str, create: bool = False) -> Iterator[W
             try:
                 con = open_database(copy, writable=True)
             except DatabaseCorruptError:
-                raise DatabaseCorruptError(
-                    f"Database `{db}` is damaged or not a DuckDB file.",
-                    "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
-                ) from None
+                raise corrupt_error(db) from None
             session = WriteSession(con, db, copy, cloned_with=cloned_with, clone_s=clone_s)
             try:
                 session.upgraded = _guarded(lambda: ensure_schema(con), db.parent)
@@ -365,6 +362,16 @@ def open_database(path: Path, *, writable: bool) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def corrupt_error(db: Path | None, detail: str = "") -> DatabaseCorruptError:
+    """The one error for a truncated, damaged or foreign database file (`db` None: unknown)."""
+    return DatabaseCorruptError(
+        f"Database `{db}` is damaged or not a DuckDB file."
+        if db
+        else f"The database is damaged or not a DuckDB file: {detail}",
+        "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
+    )
+
+
 DUCKDB_HEADER_BYTES = 3 * 4096
 """DuckDB's file header and its two alternating database headers, before the first block."""
 
@@ -392,10 +399,7 @@ def refuse_truncated(
     block_size, used_blocks = rows[0]
     if path.stat().st_size < DUCKDB_HEADER_BYTES + block_size * used_blocks:
         con.close()
-        raise DatabaseCorruptError(
-            f"Database `{path}` is damaged or not a DuckDB file.",
-            "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
-        )
+        raise corrupt_error(path)
 
 
 def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
@@ -500,12 +504,7 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
                 and isinstance(e, (duckdb.IOException, duckdb.SerializationException))
             )
         ):
-            return DatabaseCorruptError(
-                f"Database `{where}` is damaged or not a DuckDB file."
-                if where
-                else f"The database is damaged or not a DuckDB file: {first_line(e)}",
-                "Restore it from a backup (or rebuild it: ingest the landing files again into a new --db).",
-            )
+            return corrupt_error(where, first_line(e))
         if isinstance(e, duckdb.IOException) and "lock" in lower:
             return foreign_writer_error(where, None) if where else None
     return None
