@@ -69,26 +69,19 @@ def create_shared_scrapes(con: duckdb.DuckDBPyConnection, settings: Settings) ->
     create_shared_tables(con, settings)
 
 
-def build_scrape_gaps(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """The pass's rows of gpu_scrape_gaps brought up to date: the telemetry-gap detector's
-    silences."""
-    from pipelines.kept_rows import update_kept_rows
+def kept_rows(
+    table: str,
+    basis_settings: tuple[str, ...],
+    changed_from_queries: tuple[str, ...] = ("derived/kept_samples_from",),
+) -> PythonStep:
+    """The step that brings the pass's rows of a kept table up to date (pipelines/kept_rows.py)."""
 
-    update_kept_rows(con, settings, "gpu_scrape_gaps", ("det_gap_s",))
+    def run(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+        from pipelines.kept_rows import update_kept_rows
 
+        update_kept_rows(con, settings, table, basis_settings, changed_from_queries)
 
-def build_condition_changes(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """The pass's rows of node_condition_changes brought up to date: what the flapping detector
-    counts."""
-    from pipelines.kept_rows import update_kept_rows
-
-    update_kept_rows(
-        con,
-        settings,
-        "node_condition_changes",
-        (),
-        changed_from_query="derived/kept_conditions_from",
-    )
+    return run
 
 
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
@@ -129,8 +122,18 @@ def _steps() -> list[Step]:
         Step("detect_gpu_scrapes", run=create_shared_scrapes, table=False),
         # Kept between computes, per cluster: each GPU's silences between scrapes and each node
         # condition's changes of status (the telemetry-gap and flapping detectors read them).
-        Step("gpu_scrape_gaps", run=build_scrape_gaps, kept_per_pass=True),
-        Step("node_condition_changes", run=build_condition_changes, kept_per_pass=True),
+        Step(
+            "gpu_scrape_gaps",  # the telemetry-gap detector's silences
+            run=kept_rows("gpu_scrape_gaps", ("det_gap_s",)),
+            kept_per_pass=True,
+        ),
+        Step(
+            "node_condition_changes",  # what the flapping detector counts
+            run=kept_rows(
+                "node_condition_changes", (), changed_from_queries=("derived/kept_conditions_from",)
+            ),
+            kept_per_pass=True,
+        ),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),
@@ -144,7 +147,20 @@ def _steps() -> list[Step]:
         Step("job_utilisation"),
         Step("team_utilisation_weekly"),
         Step("mig_packing"),
-        Step("node_state_intervals"),
+        Step(
+            "node_state_intervals",
+            run=kept_rows(
+                "node_state_intervals",
+                (
+                    "staleness_s",
+                    "require_gpu_telemetry",
+                    "required_conditions",
+                    "good_when_true_suffixes",
+                ),
+                changed_from_queries=("derived/kept_samples_from", "derived/kept_conditions_from"),
+            ),
+            kept_per_pass=True,
+        ),
         Step("node_availability_daily"),
         Step("fleet_availability_daily"),
         Step("attempt_outcomes"),
@@ -199,6 +215,7 @@ BOOKKEEPING_TABLES = frozenset(
         "kept_candidates",
         "kept_candidates_basis",
         "kept_rows_basis",
+        "node_state_inputs",
         "raw_retention",
         "gpu_inventory_pruned",
     }
@@ -491,8 +508,11 @@ def compute(
         keep_previous(con, rebuild=force)
         keep_previous_assignments(con)
         if force:
-            # Every kept table's rows are built again from all samples.
+            # Every kept table's rows are built again from all samples, in the shape their SQL
+            # gives now.
             con.execute("DELETE FROM kept_rows_basis")
+            for table in _KEPT_PER_PASS:
+                con.execute(f"DROP TABLE IF EXISTS main.{quote_ident(table)}")
             from pipelines.detectors import forget_kept_candidates
 
             forget_kept_candidates(con)

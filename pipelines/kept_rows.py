@@ -35,20 +35,24 @@ def update_kept_rows(
     settings: Settings,
     table: str,
     basis_settings: tuple[str, ...],
-    changed_from_query: str = "derived/kept_samples_from",
+    changed_from_queries: tuple[str, ...] = ("derived/kept_samples_from",),
 ) -> None:
     """The pass's cluster's rows of `table` brought up to date (or rebuilt).
 
     `basis_settings` names the settings its rows depend on besides the data;
-    `changed_from_query` (`queries/<name>.sql`) gives the time from which new data arrived.
+    `changed_from_queries` (`queries/<name>.sql`) each give the time from which new data of one
+    kind arrived (NULL: none did); the rows are brought up to date from the earliest.
     """
     basis = _basis(table, settings, basis_settings)
     previous = execute(con, "derived/kept_rows_basis_read", {"table_name": table}).fetchall()
     incremental = previous == [(basis,)]
     changed_from = FAR_PAST
     if incremental:
-        since = execute(con, changed_from_query, {"rebuild": False}).fetchall()[0][0]
-        changed_from = since if since is not None else FAR_FUTURE
+        since = [
+            execute(con, query, {"rebuild": False}).fetchall()[0][0]
+            for query in changed_from_queries
+        ]
+        changed_from = min((t for t in since if t is not None), default=FAR_FUTURE)
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
     for statement in statements(load_sql(f"derived/{table}")):
         con.execute(statement, bind(statement, params))

@@ -360,15 +360,23 @@ def compute_availability(
     The full `compute` also runs the detection steps, which rewrite `anomalies`; the hand-made
     cases here pin their anomalies themselves.
     """
-    from pipelines.compute import _steps
+    from pipelines.compute import _clusters, _steps
     from pipelines.config import Settings
     from pipelines.sample_rollups import update_gpu_scrapes
     from pipelines.sql import execute
 
     # The per-scrape table node states and the data horizon read their sample times from.
     update_gpu_scrapes(con)
-    params = (settings or Settings()).sql_params()
+    settings = settings or Settings()
+    params = settings.sql_params()
     wanted = AVAILABILITY_TABLES + (GOODPUT_TABLES if with_goodput else ())
+    # One cluster, built from scratch each call (as `compute --force` does): the cases change
+    # their tables by hand, not through loads a kept table could follow.
+    con.execute("SET VARIABLE pass_cluster = ?", [_clusters(con)[0]])
+    con.execute("DELETE FROM kept_rows_basis")
     for step in _steps():
         if step.name in wanted:
-            execute(con, f"derived/{step.name}", params)
+            if step.run is None:
+                execute(con, f"derived/{step.name}", params)
+            else:
+                step.run(con, settings)

@@ -156,17 +156,12 @@ def compute_with_node_states(
 ) -> None:
     """Run `gpufleet compute`, then rebuild the goodput stack over hand-made node states.
 
-    The node availability step (when present) derives node_state_intervals from node
-    conditions; these tests pin the node states instead, so the stack is rebuilt over them.
+    The node availability step derives node_state_intervals from node conditions; these tests
+    pin the node states instead, so the stack is rebuilt over them.
     """
     from pipelines.compute import compute
     from pipelines.sql import execute
 
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'node_state_intervals'"
-    ).fetchall()[0][0]
-    if not exists:
-        set_node_states(con, [])
     compute(con, settings, force=True)
     set_node_states(con, list(rows))
     execute(con, "derived/goodput_stack", settings.sql_params())

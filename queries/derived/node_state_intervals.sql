@@ -20,25 +20,151 @@
 -- Freshness: a sample at ts vouches for [ts, ts + $staleness_s), and for a condition only until the
 -- next sample of that condition replaces its status.
 --
--- Cost: the per-scrape table gpu_scrapes (a row per GPU and scrape that reported any DCGM field;
--- it outlives `gpufleet prune`) is read once (aggregated into staleness-wide buckets per GPU),
--- turned into runs of fresh telemetry with window functions; everything after that works on small per-node interval
--- sets (boundary sweep). No per-minute grid, no cross join with time.
+-- Kept between computes. The state at an instant t depends only on the samples in
+-- (t - $staleness_s, t], the maintenance windows and findings that cover t, the node's inventory row
+-- and the conditions it has ever reported, its lifetime and the horizon. So a compute finds, per
+-- node, the earliest instant whose inputs may have changed (`from`: the earliest sample loaded since
+-- the last compute, $changed_from; a maintenance window or finding added or gone), takes out the
+-- node's intervals from the one holding `from` on (at least the last one, which ends at the
+-- horizon, and the horizon moves), and builds them again from the samples since that interval's
+-- start minus $staleness_s. A node whose inventory row
+-- changed, which reported a condition new to it, or which got a sample before its lifetime began is
+-- built again whole. What the intervals were built from besides the samples is kept in
+-- node_state_inputs. Without $incremental (other settings or code, a new table, `compute --force`)
+-- the pass's rows are built from all samples.
 --
+-- Cost: the per-scrape table gpu_scrapes (a row per GPU and scrape that reported any DCGM field;
+-- it outlives `gpufleet prune`) is read from the rebuild on (aggregated into staleness-wide buckets
+-- per GPU), turned into runs of fresh telemetry with window functions; everything after that works
+-- on small per-node interval sets (boundary sweep). No per-minute grid, no cross join with time.
+--
+-- Runs in a pass of `gpufleet compute` (`pass_cluster`; its landing tables are its cluster's).
 -- Parameters: $staleness_s (seconds), $require_gpu_telemetry (bool), $required_conditions (list;
--- empty = every condition seen for the node), $good_when_true_suffixes (list).
-CREATE OR REPLACE TABLE node_state_intervals AS
-WITH
-horizon AS (
+-- empty = every condition seen for the node), $good_when_true_suffixes (list), $incremental,
+-- $changed_from.
+CREATE TABLE IF NOT EXISTS node_state_intervals (
+    node     VARCHAR,
+    start_ts TIMESTAMPTZ,
+    end_ts   TIMESTAMPTZ,
+    state    VARCHAR,
+    reason   VARCHAR,
+    cluster  VARCHAR
+);
+
+-- The inputs besides samples, as they are now: maintenance windows and findings (as the signals
+-- below word them; an open finding's end NULL), inventory rows, and the conditions each node has
+-- reported (those kept plus those in the new samples).
+CREATE OR REPLACE TEMP TABLE state_inputs_now AS
+SELECT node, 'maintenance' AS kind, start_ts, end_ts,
+    'maintenance' || coalesce(': ' || nullif(reason, ''), '') AS detail
+FROM maintenance
+UNION ALL
+SELECT node, 'degraded', start_ts, end_ts, 'anomaly: ' || kind || coalesce(' on gpu ' || gpu, '')
+FROM anomalies
+WHERE severity IN ('warn', 'critical') AND node IS NOT NULL
+UNION ALL
+SELECT node, 'inventory', NULL, NULL, CAST(gpu_count AS VARCHAR)
+FROM nodes
+UNION
+(
+    SELECT node, 'condition', NULL, NULL, detail
+    FROM node_state_inputs
+    WHERE cluster = getvariable('pass_cluster') AND kind = 'condition' AND $incremental
+    UNION
+    SELECT DISTINCT node, 'condition', NULL, NULL, condition
+    FROM node_conditions
+    WHERE NOT $incremental OR ts >= $changed_from::TIMESTAMPTZ
+);
+
+-- Per node kept from the last compute: the start of the interval from which it is built again,
+-- NULL to build it whole.
+CREATE OR REPLACE TEMP TABLE state_rebuild AS
+WITH kept AS (
+    SELECT node, kind, start_ts, end_ts, detail
+    FROM node_state_inputs
+    WHERE cluster = getvariable('pass_cluster') AND $incremental
+),
+changed AS (
+    (SELECT * FROM state_inputs_now EXCEPT SELECT * FROM kept WHERE kind <> 'lifetime')
+    UNION ALL
+    (SELECT * FROM kept WHERE kind <> 'lifetime' EXCEPT SELECT * FROM state_inputs_now)
+),
+changed_per_node AS (
+    SELECT node,
+        min(start_ts) FILTER (WHERE kind IN ('maintenance', 'degraded')) AS signal_from,
+        bool_or(kind = 'inventory' OR (kind = 'condition' AND len($required_conditions) = 0)) AS whole
+    FROM changed
+    GROUP BY node
+),
+node_from AS (
+    SELECT k.node, k.start_ts AS lifetime_start,
+        coalesce(c.whole, false) AS whole,
+        least($changed_from::TIMESTAMPTZ, (SELECT horizon_ts FROM data_horizon), c.signal_from) AS from_ts
+    FROM kept k
+    LEFT JOIN changed_per_node c USING (node)
+    WHERE k.kind = 'lifetime'
+)
+SELECT f.node,
+    CASE WHEN NOT f.whole AND f.from_ts > f.lifetime_start
+         THEN max(i.start_ts) FILTER (WHERE i.start_ts <= f.from_ts) END AS rebuild_from
+FROM node_from f
+LEFT JOIN node_state_intervals i ON i.cluster = getvariable('pass_cluster') AND i.node = f.node
+GROUP BY f.node, f.whole, f.from_ts, f.lifetime_start;
+-- The samples are read from here on: the state at the earliest rebuilt instant needs those up to
+-- $staleness_s before it. A node not kept from the last compute has every sample after it (they
+-- are new, or at the last horizon, after every interval's start), so this reads them all.
+SET VARIABLE state_read_from = (
+    SELECT coalesce(min(coalesce(rebuild_from, '-infinity'::TIMESTAMPTZ)), '-infinity'::TIMESTAMPTZ)
+        - to_seconds($staleness_s)
+    FROM state_rebuild
+);
+
+-- Every node of the inventory is in the fleet from the start of the data, whether it reports or
+-- not (silence is `unknown`, never absence); a node seen only in samples from its first sample
+-- (kept from the last compute, or in the samples read). from_ts: where its intervals are built from.
+CREATE OR REPLACE TEMP TABLE state_lifetimes AS
+WITH horizon AS (
     SELECT data_start_ts, horizon_ts FROM data_horizon
 ),
--- The single pass over gpu_scrapes, aggregated into staleness-wide time buckets per GPU. Two ticks
--- in one bucket are less than staleness apart, so only the gaps between consecutive non-empty
--- buckets (next first tick - previous last tick) can break freshness: exact, and ~10x fewer rows
--- for the window functions than distinct ticks.
+firsts AS (
+    SELECT node, start_ts AS first_ts
+    FROM node_state_inputs
+    WHERE cluster = getvariable('pass_cluster') AND kind = 'lifetime' AND $incremental
+    UNION ALL
+    SELECT node, min(ts) FROM node_conditions WHERE ts >= getvariable('state_read_from') GROUP BY node
+    UNION ALL
+    SELECT node, min(ts) FROM gpu_scrapes WHERE ts >= getvariable('state_read_from') GROUP BY node
+    UNION ALL
+    SELECT n.node, h.data_start_ts FROM nodes n CROSS JOIN horizon h
+)
+SELECT s.node, min(s.first_ts) AS start_ts, any_value(h.horizon_ts) AS end_ts,
+    bool_or(n.node IS NOT NULL) AS in_inventory,
+    coalesce(any_value(r.rebuild_from), min(s.first_ts)) AS from_ts
+FROM firsts s
+CROSS JOIN horizon h
+LEFT JOIN nodes n ON n.node = s.node
+LEFT JOIN state_rebuild r ON r.node = s.node
+GROUP BY s.node
+HAVING min(s.first_ts) < any_value(h.horizon_ts);
+
+-- Out go the intervals built again: all but those of kept nodes before their rebuild.
+DELETE FROM node_state_intervals i
+WHERE cluster = getvariable('pass_cluster')
+  AND NOT EXISTS (
+      SELECT 1 FROM state_rebuild r JOIN state_lifetimes l USING (node)
+      WHERE r.node = i.node AND i.start_ts < r.rebuild_from
+  );
+
+INSERT INTO node_state_intervals
+WITH
+-- The one pass over gpu_scrapes (from state_read_from on), aggregated into staleness-wide time
+-- buckets per GPU. Two ticks in one bucket are less than staleness apart, so only the gaps between
+-- consecutive non-empty buckets (next first tick - previous last tick) can break freshness: exact,
+-- and ~10x fewer rows for the window functions than distinct ticks.
 gpu_buckets AS (
     SELECT node, gpu, min(ts) AS first_ts, max(ts) AS last_ts
     FROM gpu_scrapes
+    WHERE ts >= getvariable('state_read_from')
     GROUP BY node, gpu, floor(epoch(ts) / $staleness_s)
 ),
 -- One window pass: a bucket starts a fresh run when the previous one ended more than staleness
@@ -69,7 +195,8 @@ cond_buckets AS (
         min(status) AS status, max(status) AS max_status,
         min(coalesce(reason, '')) AS reason, max(coalesce(reason, '')) AS max_reason
     FROM node_conditions
-    WHERE len($required_conditions) = 0 OR list_contains($required_conditions, condition)
+    WHERE (len($required_conditions) = 0 OR list_contains($required_conditions, condition))
+      AND ts >= getvariable('state_read_from')
     GROUP BY node, condition, bucket
 ),
 cond_pieces AS (
@@ -81,7 +208,7 @@ cond_pieces AS (
     FROM node_conditions c
     JOIN cond_buckets b
         ON c.node = b.node AND c.condition = b.condition AND floor(epoch(c.ts) / $staleness_s) = b.bucket
-    WHERE b.status <> b.max_status OR b.reason <> b.max_reason
+    WHERE (b.status <> b.max_status OR b.reason <> b.max_reason) AND c.ts >= getvariable('state_read_from')
 ),
 cond_samples AS (
     SELECT node, condition, first_ts, last_ts,
@@ -134,28 +261,14 @@ cond_bad AS (
     )
     WHERE starts_status AND verdict <> 'good'
 ),
--- Every node of the inventory is in the fleet from the start of the data, whether it reports or
--- not (silence is `unknown`, never absence); a node seen only in samples from its first sample.
 lifetimes AS (
-    SELECT s.node, min(s.first_ts) AS start_ts, any_value(h.horizon_ts) AS end_ts,
-        bool_or(n.node IS NOT NULL) AS in_inventory
-    FROM (
-        SELECT node, min(ts) AS first_ts FROM node_conditions GROUP BY node
-        UNION ALL
-        SELECT node, min(start_ts) FROM gpu_fresh GROUP BY node
-        UNION ALL
-        SELECT n.node, h.data_start_ts FROM nodes n CROSS JOIN horizon h
-    ) s
-    CROSS JOIN horizon h
-    LEFT JOIN nodes n ON n.node = s.node
-    GROUP BY s.node
-    HAVING min(s.first_ts) < any_value(h.horizon_ts)
+    SELECT node, start_ts, end_ts, in_inventory, from_ts FROM state_lifetimes
 ),
 -- Every series that must stay fresh: the required conditions and GPUs 0 .. gpu_count-1.
 required_series AS (
-    SELECT DISTINCT c.node, 'condition' AS series_kind, c.condition AS series
-    FROM node_conditions c
-    WHERE len($required_conditions) = 0
+    SELECT node, 'condition' AS series_kind, detail AS series
+    FROM state_inputs_now
+    WHERE kind = 'condition' AND len($required_conditions) = 0
     UNION ALL
     SELECT l.node, 'condition', unnest($required_conditions)
     FROM lifetimes l
@@ -179,12 +292,12 @@ fresh AS (
 -- Stale stretches: the gaps between fresh runs, with zero-length sentinels at both lifetime ends.
 fresh_with_ends AS (
     SELECT f.node, f.series_kind, f.series,
-        greatest(f.start_ts, l.start_ts) AS start_ts, least(f.end_ts, l.end_ts) AS end_ts
+        greatest(f.start_ts, l.from_ts) AS start_ts, least(f.end_ts, l.end_ts) AS end_ts
     FROM fresh f
     JOIN required_series r USING (node, series_kind, series)
     JOIN lifetimes l USING (node)
     UNION ALL
-    SELECT r.node, r.series_kind, r.series, l.start_ts, l.start_ts
+    SELECT r.node, r.series_kind, r.series, l.from_ts, l.from_ts
     FROM required_series r JOIN lifetimes l USING (node)
     UNION ALL
     SELECT r.node, r.series_kind, r.series, l.end_ts, l.end_ts
@@ -202,6 +315,8 @@ stale AS (
     WHERE start_ts < end_ts
 ),
 -- Instants when at least one GPU of the node reports: "fewer GPUs than expected" needs a report.
+-- The runs are made distinct first: GPUs that report together have equal runs, and two window
+-- passes may order equal rows differently, so one of them could join the group before a gap.
 dcgm_present AS (
     SELECT node, min(start_ts) AS start_ts, max(end_ts) AS end_ts
     FROM (
@@ -210,16 +325,18 @@ dcgm_present AS (
             SELECT node, start_ts, end_ts,
                 coalesce(start_ts > max(end_ts) OVER (PARTITION BY node ORDER BY start_ts, end_ts
                                                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), true) AS starts
-            FROM gpu_fresh
+            FROM (SELECT DISTINCT node, start_ts, end_ts FROM gpu_fresh)
         )
     )
     GROUP BY node, grp
 ),
 -- Every fact that can decide a state, as (node, kind, interval, reason).
 signals_raw AS (
-    SELECT node, 'maintenance' AS kind, start_ts, end_ts,
-        'maintenance' || coalesce(': ' || nullif(reason, ''), '') AS reason
-    FROM maintenance
+    -- an open finding holds until the horizon
+    SELECT node, kind, start_ts, coalesce(end_ts, (SELECT horizon_ts FROM data_horizon)) AS end_ts,
+        detail AS reason
+    FROM state_inputs_now
+    WHERE kind IN ('maintenance', 'degraded')
     UNION ALL
     SELECT node, 'unknown', start_ts, end_ts, series || ' stale'
     FROM stale WHERE series_kind = 'condition'
@@ -235,22 +352,17 @@ signals_raw AS (
     UNION ALL
     SELECT node, 'dcgm_present', start_ts, end_ts, NULL FROM dcgm_present
     UNION ALL
-    SELECT a.node, 'degraded', a.start_ts, coalesce(a.end_ts, h.horizon_ts),
-        'anomaly: ' || a.kind || coalesce(' on gpu ' || a.gpu, '')
-    FROM anomalies a CROSS JOIN horizon h
-    WHERE a.severity IN ('warn', 'critical') AND a.node IS NOT NULL
-    UNION ALL
     SELECT node, 'unknown', start_ts, end_ts, 'not in nodes inventory'
     FROM lifetimes WHERE NOT in_inventory
 ),
 signals AS (
-    SELECT s.node, s.kind, greatest(s.start_ts, l.start_ts) AS start_ts,
+    SELECT s.node, s.kind, greatest(s.start_ts, l.from_ts) AS start_ts,
         least(s.end_ts, l.end_ts) AS end_ts, s.reason
     FROM signals_raw s JOIN lifetimes l USING (node)
-    WHERE greatest(s.start_ts, l.start_ts) < least(s.end_ts, l.end_ts)
+    WHERE greatest(s.start_ts, l.from_ts) < least(s.end_ts, l.end_ts)
 ),
 boundaries AS (
-    SELECT node, start_ts AS ts FROM lifetimes
+    SELECT node, from_ts AS ts FROM lifetimes
     UNION
     SELECT node, end_ts FROM lifetimes
     UNION
@@ -322,7 +434,20 @@ merged AS (
         WINDOW w AS (PARTITION BY node ORDER BY start_ts)
     )
 )
-SELECT node, min(start_ts) AS start_ts, max(end_ts) AS end_ts, any_value(state) AS state, any_value(reason) AS reason
+SELECT node, min(start_ts) AS start_ts, max(end_ts) AS end_ts, any_value(state) AS state,
+    any_value(reason) AS reason, getvariable('pass_cluster') AS cluster
 FROM merged
 GROUP BY node, grp, state, reason
-ORDER BY node, start_ts
+ORDER BY node, start_ts;
+
+-- What these intervals were built from besides the samples, for the next compute.
+DELETE FROM node_state_inputs WHERE cluster = getvariable('pass_cluster');
+
+INSERT INTO node_state_inputs
+SELECT getvariable('pass_cluster'), node, kind, start_ts, end_ts, detail FROM state_inputs_now
+UNION ALL
+SELECT getvariable('pass_cluster'), node, 'lifetime', start_ts, end_ts, NULL FROM state_lifetimes;
+
+DROP TABLE state_inputs_now;
+DROP TABLE state_rebuild;
+DROP TABLE state_lifetimes;

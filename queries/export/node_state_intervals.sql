@@ -8,3 +8,4 @@ SELECT cluster, node,
        $week AS week
 FROM node_state_intervals
 WHERE start_ts < $week_start::TIMESTAMPTZ + INTERVAL 7 DAY AND end_ts > $week_start::TIMESTAMPTZ
+ORDER BY cluster, node, start_ts

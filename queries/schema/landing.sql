@@ -225,6 +225,20 @@ CREATE TABLE IF NOT EXISTS kept_rows_basis (
     basis      VARCHAR NOT NULL
 );
 
+-- What each cluster's node_state_intervals were built from besides the samples, per node: its
+-- lifetime (kind `lifetime`: start and horizon), inventory row (`inventory`: GPU count),
+-- conditions reported (`condition`), maintenance windows (`maintenance`) and findings
+-- (`degraded`; an open one's end NULL), as queries/derived/node_state_intervals.sql words them. A
+-- compute builds again a node's intervals from the earliest instant these changed.
+CREATE TABLE IF NOT EXISTS node_state_inputs (
+    cluster  VARCHAR NOT NULL,
+    node     VARCHAR NOT NULL,
+    kind     VARCHAR NOT NULL,
+    start_ts TIMESTAMPTZ,
+    end_ts   TIMESTAMPTZ,
+    detail   VARCHAR
+);
+
 CREATE TABLE IF NOT EXISTS kept_candidates_basis (
     cluster  VARCHAR NOT NULL,
     detector VARCHAR NOT NULL,
