@@ -7,18 +7,18 @@ minutes (even m), Ready every minute. Loads, each followed by a compute whose in
 `compute --force`:
 1. minutes 0-59, Ready False at 20-29. Horizon 59.
    available [0, 20), unavailable Ready=False [20, 30), available [30, 59).
-2. minutes 60-119, Ready True. The horizon moves to 119: the last interval is built again from its
-   start, 30, and now ends at 119 (the GPU sample at 118 holds until 123).
+2. minutes 60-119, Ready True. The horizon moves to 119: the states are built again from the old
+   horizon, 59, and the available interval before it goes on to 119 (one interval, not two; the
+   GPU sample at 118 holds until 123).
 3. a late sample: Ready False at 46:30, alone. Unavailable until the next Ready sample at 47.
    Ready changed four times within the hour (20, 30, 46:30, 47): a condition_flap finding (warn)
    over [20, 47) makes the available stretch [30, 46:30) degraded.
 4. a maintenance window [5, 11), and no sample: a changed input from 5 on, long before the last
-   interval, so the node is built again from the interval holding 5.
-5. Ready every minute 120-179, no GPU sample. The new samples start at 120, inside [47, 119), so
-   the node is built again from 47, an odd minute: GPU 0 is fresh there only through its sample
-   at 46, read from before the rebuild. The GPU's sample at 118 holds until 123, then unknown;
-   the telemetry-gap finding (warn, open, from the first missed scrape at 119) makes [119, 123)
-   degraded.
+   interval, so the node is built again from 5, cutting [0, 20).
+5. Ready every minute 120-179, no GPU sample. The node is built again from the old horizon, 119,
+   an odd minute: GPU 0 is fresh there only through its sample at 118, read from before the cut.
+   It holds until 123, then unknown; the telemetry-gap finding (warn, open, from the first missed
+   scrape at 119) makes [119, 123) degraded.
 6. NetworkingReady True at 150-179: a condition new to the node must have been fresh all along
    (no required list), so the whole lifetime is built again: `NetworkingReady stale` before 150,
    outranked only by maintenance and Ready=False.

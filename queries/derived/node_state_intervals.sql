@@ -24,10 +24,11 @@
 -- (t - $staleness_s, t], the maintenance windows and findings that cover t, the node's inventory row
 -- and the conditions it has ever reported, its lifetime and the horizon. So a compute finds, per
 -- node, the earliest instant whose inputs may have changed (`from`: the earliest sample loaded since
--- the last compute, $changed_from; a maintenance window or finding added or gone), takes out the
--- node's intervals from the one holding `from` on (at least the last one, which ends at the
--- horizon, and the horizon moves), and builds them again from the samples since that interval's
--- start minus $staleness_s. A node whose inventory row
+-- the last compute, $changed_from; the start of a maintenance window or finding added or gone, or
+-- the earlier end of one whose end changed; at the latest the old horizon, where the last interval
+-- ends), cuts the node's intervals at `from`, builds the states after it again from the samples
+-- since `from` minus $staleness_s, and joins the two intervals at the cut when the state and
+-- reason go on across it. A node whose inventory row
 -- changed, which reported a condition new to it, or which got a sample before its lifetime began is
 -- built again whole. What the intervals were built from besides the samples is kept in
 -- node_state_inputs. Without $incremental (other settings or code, a new table, `compute --force`)
@@ -76,8 +77,8 @@ UNION
     WHERE NOT $incremental OR ts >= $changed_from::TIMESTAMPTZ
 );
 
--- Per node kept from the last compute: the start of the interval from which it is built again,
--- NULL to build it whole.
+-- Per node kept from the last compute: the instant from which it is built again, NULL to build
+-- it whole.
 CREATE OR REPLACE TEMP TABLE state_rebuild AS
 WITH kept AS (
     SELECT node, kind, start_ts, end_ts, detail
@@ -89,27 +90,40 @@ changed AS (
     UNION ALL
     (SELECT * FROM kept WHERE kind <> 'lifetime' EXCEPT SELECT * FROM state_inputs_now)
 ),
+-- A window or finding added or gone changes the states from its start; one whose end alone
+-- changed (a finding closed) only from the earlier of its ends (an open one holds to the horizon).
+signal_changes AS (
+    SELECT node, kind, start_ts, detail,
+        count(*) AS versions, min(coalesce(end_ts, 'infinity'::TIMESTAMPTZ)) AS first_end
+    FROM changed
+    WHERE kind IN ('maintenance', 'degraded')
+    GROUP BY node, kind, start_ts, detail
+),
 changed_per_node AS (
     SELECT node,
-        min(start_ts) FILTER (WHERE kind IN ('maintenance', 'degraded')) AS signal_from,
-        bool_or(kind = 'inventory' OR (kind = 'condition' AND len($required_conditions) = 0)) AS whole
+        min(CASE WHEN versions > 1 THEN first_end ELSE start_ts END) AS signal_from,
+        false AS whole
+    FROM signal_changes
+    GROUP BY node
+    UNION ALL
+    SELECT node, NULL, true
     FROM changed
+    WHERE kind = 'inventory' OR (kind = 'condition' AND len($required_conditions) = 0)
     GROUP BY node
 ),
+-- The last interval ends at the old horizon (k.end_ts): the states after it are new.
 node_from AS (
     SELECT k.node, k.start_ts AS lifetime_start,
-        coalesce(c.whole, false) AS whole,
-        least($changed_from::TIMESTAMPTZ, (SELECT horizon_ts FROM data_horizon), c.signal_from) AS from_ts
+        coalesce(bool_or(c.whole), false) AS whole,
+        least($changed_from::TIMESTAMPTZ, k.end_ts, (SELECT horizon_ts FROM data_horizon),
+              min(c.signal_from)) AS from_ts
     FROM kept k
     LEFT JOIN changed_per_node c USING (node)
     WHERE k.kind = 'lifetime'
+    GROUP BY k.node, k.start_ts, k.end_ts
 )
-SELECT f.node,
-    CASE WHEN NOT f.whole AND f.from_ts > f.lifetime_start
-         THEN max(i.start_ts) FILTER (WHERE i.start_ts <= f.from_ts) END AS rebuild_from
-FROM node_from f
-LEFT JOIN node_state_intervals i ON i.cluster = getvariable('pass_cluster') AND i.node = f.node
-GROUP BY f.node, f.whole, f.from_ts, f.lifetime_start;
+SELECT node, CASE WHEN NOT whole AND from_ts > lifetime_start THEN from_ts END AS rebuild_from
+FROM node_from;
 -- The samples are read from here on: the state at the earliest rebuilt instant needs those up to
 -- $staleness_s before it. A node not kept from the last compute has every sample after it (they
 -- are new, or at the last horizon, after every interval's start), so this reads them all.
@@ -147,13 +161,20 @@ LEFT JOIN state_rebuild r ON r.node = s.node
 GROUP BY s.node
 HAVING min(s.first_ts) < any_value(h.horizon_ts);
 
--- Out go the intervals built again: all but those of kept nodes before their rebuild.
+-- Out go the intervals built again: all but those of kept nodes before their rebuild, and the
+-- interval holding a rebuild's start now ends there.
 DELETE FROM node_state_intervals i
 WHERE cluster = getvariable('pass_cluster')
   AND NOT EXISTS (
       SELECT 1 FROM state_rebuild r JOIN state_lifetimes l USING (node)
       WHERE r.node = i.node AND i.start_ts < r.rebuild_from
   );
+
+UPDATE node_state_intervals i
+SET end_ts = r.rebuild_from
+FROM state_rebuild r
+WHERE i.cluster = getvariable('pass_cluster') AND i.node = r.node
+  AND i.start_ts < r.rebuild_from AND i.end_ts > r.rebuild_from;
 
 INSERT INTO node_state_intervals
 WITH
@@ -440,6 +461,25 @@ FROM merged
 GROUP BY node, grp, state, reason
 ORDER BY node, start_ts;
 
+-- Where the state and reason go on across a rebuild's start, the two intervals are one.
+CREATE OR REPLACE TEMP TABLE state_seams AS
+SELECT n.node, n.start_ts AS seam_ts, n.end_ts
+FROM node_state_intervals n
+JOIN state_rebuild r ON r.node = n.node AND n.start_ts = r.rebuild_from
+JOIN node_state_intervals k
+    ON k.cluster = n.cluster AND k.node = n.node AND k.end_ts = n.start_ts
+   AND k.state = n.state AND k.reason IS NOT DISTINCT FROM n.reason
+WHERE n.cluster = getvariable('pass_cluster');
+
+DELETE FROM node_state_intervals i
+USING state_seams s
+WHERE i.cluster = getvariable('pass_cluster') AND i.node = s.node AND i.start_ts = s.seam_ts;
+
+UPDATE node_state_intervals i
+SET end_ts = s.end_ts
+FROM state_seams s
+WHERE i.cluster = getvariable('pass_cluster') AND i.node = s.node AND i.end_ts = s.seam_ts;
+
 -- What these intervals were built from besides the samples, for the next compute.
 DELETE FROM node_state_inputs WHERE cluster = getvariable('pass_cluster');
 
@@ -451,3 +491,4 @@ SELECT getvariable('pass_cluster'), node, 'lifetime', start_ts, end_ts, NULL FRO
 DROP TABLE state_inputs_now;
 DROP TABLE state_rebuild;
 DROP TABLE state_lifetimes;
+DROP TABLE state_seams;
