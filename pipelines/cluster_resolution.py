@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from pipelines.errors import InputError
+from pipelines.sql import execute, quote_literal
 
 NODE_KEYED: frozenset[str] = frozenset(
     {
@@ -45,10 +46,6 @@ class Item:
     origin: str
     position: str
     view: str
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def _columns(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
@@ -111,7 +108,7 @@ def resolve_clusters(
                     "its own --cluster (or without it). Nothing was loaded.",
                     **_where(item, row),
                 )
-        fixed = _literal(given)
+        fixed = quote_literal(given)
         views = []
         for i, item in enumerate(items):
             name = f"__resolved_{i}"
@@ -133,7 +130,7 @@ def resolve_clusters(
     explicit_clusters = ["SELECT DISTINCT cluster FROM nodes", "SELECT DISTINCT cluster FROM jobs"]
     for item in items:
         if has[item.view]:
-            explicit_clusters.extend(f"SELECT {_literal(c)}" for c in named[item.view])
+            explicit_clusters.extend(f"SELECT {quote_literal(c)}" for c in named[item.view])
             if item.table == "nodes":
                 pairs.append(
                     f"SELECT DISTINCT CAST(node AS VARCHAR), {_own(True)} FROM {item.view} "
@@ -144,10 +141,7 @@ def resolve_clusters(
         + " UNION ALL ".join(pairs)
         + ") p(node, cluster)"
     )
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE __node_cluster AS SELECT node, min(cluster) AS cluster, "
-        "count(*) AS n, list_sort(list(cluster)) AS clusters FROM __node_pairs GROUP BY node"
-    )
+    execute(con, "store/cluster_node_map")
     known = (
         con.execute(
             "SELECT list(DISTINCT c) FILTER (WHERE c IS NOT NULL) FROM ("
@@ -159,7 +153,8 @@ def resolve_clusters(
     if not known:
         # Nothing names a cluster yet (one scheduler's jobs into a new database): the fleet is one cluster.
         known = [DEFAULT_CLUSTER]
-    single = _literal(known[0]) if len(known) == 1 else "CAST(NULL AS VARCHAR)"
+    single_value = known[0] if len(known) == 1 else None
+    single = quote_literal(known[0]) if len(known) == 1 else "CAST(NULL AS VARCHAR)"
 
     # Job -> cluster: a job's explicit value in the batch, else the clusters every node of its
     # attempts belongs to, else the stored job's.
@@ -171,34 +166,23 @@ def resolve_clusters(
                 f"SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, {_own(True)} AS cluster "
                 f"FROM {job_item.view} WHERE {_own(True)} IS NOT NULL"
             )
-    explicit_jobs = (
-        " UNION ".join(job_pairs)
-        if job_pairs
-        else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
+    no_jobs = "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE __job_explicit AS "
+        + (" UNION ".join(job_pairs) if job_pairs else no_jobs)
     )
     attempts = by_table.get("job_attempts")
-    from_nodes = "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS cluster WHERE false"
-    if attempts is not None:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE __job_nodes AS SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, "
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE __job_nodes AS "
+        + (
+            "SELECT DISTINCT CAST(job_id AS VARCHAR) AS job_id, "
             f"unnest(CAST(nodes AS VARCHAR[])) AS node FROM {attempts.view}"
+            if attempts is not None
+            else "SELECT NULL::VARCHAR AS job_id, NULL::VARCHAR AS node WHERE false"
         )
-        from_nodes = (
-            "SELECT j.job_id, p.cluster FROM __job_nodes j JOIN __node_pairs p USING (node) "
-            "GROUP BY j.job_id, p.cluster HAVING count(DISTINCT j.node) = "
-            "(SELECT count(DISTINCT node) FROM __job_nodes k WHERE k.job_id = j.job_id)"
-        )
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE __job_pairs AS "
-        f"WITH e AS ({explicit_jobs}), a AS ({from_nodes}) "
-        "SELECT * FROM e UNION SELECT * FROM a WHERE job_id NOT IN (SELECT job_id FROM e) "
-        "UNION SELECT job_id, cluster FROM jobs WHERE job_id NOT IN (SELECT job_id FROM e) "
-        "AND job_id NOT IN (SELECT job_id FROM a)"
     )
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE __job_cluster AS SELECT job_id, min(cluster) AS cluster, "
-        "count(*) AS n, list_sort(list(cluster)) AS clusters FROM __job_pairs GROUP BY job_id"
-    )
+    execute(con, "store/cluster_job_pairs")
+    execute(con, "store/cluster_job_map")
 
     views = []
     for i, item in enumerate(items):
@@ -233,20 +217,16 @@ def resolve_clusters(
             + (f" WHERE {own} IS NULL" if has[item.view] else "")
             + f") k LEFT JOIN {map_table} m ON m.{key} = k.name"
         )
-        problem = con.execute(
-            f"SELECT name, clusters FROM __names WHERE n > 1 OR (n IS NULL AND {single} IS NULL) ORDER BY name LIMIT 1"
-        ).fetchall()
+        problem = execute(con, "store/cluster_name_problem", {"single": single_value}).fetchall()
         if problem:
             problem_name, problem_clusters = problem[0]
             _refuse_name(con, item, key, own, problem_name, problem_clusters, known)
         resolved = (
-            con.execute(
-                f"SELECT list(DISTINCT coalesce(cluster, {single})) FROM __names"
-            ).fetchall()[0][0]
+            execute(con, "store/cluster_names_resolved", {"single": single_value}).fetchall()[0][0]
             or []
         )
         if len(resolved) <= 1:
-            fallback = _literal(resolved[0]) if resolved else single
+            fallback = quote_literal(resolved[0]) if resolved else single
             con.execute(
                 f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {replace}, coalesce({own}, {fallback}) AS cluster "
                 f"FROM {item.view}"
@@ -316,6 +296,7 @@ def drop_resolution(con: duckdb.DuckDBPyConnection, views: list[str]) -> None:
     for table in (
         "__node_pairs",
         "__node_cluster",
+        "__job_explicit",
         "__job_nodes",
         "__job_pairs",
         "__job_cluster",

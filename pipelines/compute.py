@@ -20,8 +20,8 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES, STORAGE_TABLES
 from pipelines.errors import DatabaseMissingError
-from pipelines.sql import execute, load_sql, statements
-from pipelines.store import data_version, ensure_schema, quote_ident
+from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
+from pipelines.store import data_version, ensure_schema
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
 
@@ -235,12 +235,7 @@ _OWN_CLUSTER = "cluster"
 
 def _clusters(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The clusters the landing tables name; one pass of the derived steps runs per cluster."""
-    found = [
-        r[0]
-        for r in con.execute(
-            "SELECT cluster FROM nodes UNION SELECT cluster FROM jobs ORDER BY 1"
-        ).fetchall()
-    ]
+    found = [r[0] for r in execute(con, "compute/clusters").fetchall()]
     return found or ["default"]
 
 
@@ -264,7 +259,7 @@ def _scope_table(con: duckdb.DuckDBPyConnection, table: str, cluster: str) -> No
     db = quote_ident(_database(con))
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {quote_ident(table)} AS "
-        f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {_literal(cluster)}"
+        f"SELECT * FROM {db}.main.{quote_ident(table)} WHERE cluster = {quote_literal(cluster)}"
     )
 
 
@@ -282,20 +277,13 @@ _SCOPED_TABLES: tuple[str, ...] = (
 _KEPT_PER_PASS: tuple[str, ...] = tuple(step.name for step in _steps() if step.kept_per_pass)
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _unscope(con: duckdb.DuckDBPyConnection) -> None:
     for table in (*_SCOPED_TABLES, *_KEPT_PER_PASS):
         con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
 
 
 def _derived_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    rows = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND NOT temporary AND NOT starts_with(table_name, '__') ORDER BY 1"
-    ).fetchall()
+    rows = execute(con, "compute/main_tables").fetchall()
     kept = LANDING_TABLES + tuple(STORAGE_TABLES) + tuple(BOOKKEEPING_TABLES)
     return [r[0] for r in rows if r[0] not in kept]
 
@@ -311,13 +299,13 @@ def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only:
         if only:
             if not has_cluster:
                 con.execute(
-                    f"ALTER TABLE {name} ADD COLUMN cluster VARCHAR DEFAULT {_literal(cluster)}"
+                    f"ALTER TABLE {name} ADD COLUMN cluster VARCHAR DEFAULT {quote_literal(cluster)}"
                 )
             continue
         select = (
             f"SELECT * FROM {name}"
             if has_cluster
-            else f"SELECT *, {_literal(cluster)} AS cluster FROM {name}"
+            else f"SELECT *, {quote_literal(cluster)} AS cluster FROM {name}"
         )
         if table == "weekly_summary":
             select += " WHERE cluster <> '*'" if has_cluster else ""
@@ -329,11 +317,7 @@ def _collect(con: duckdb.DuckDBPyConnection, cluster: str, *, first: bool, only:
 
 
 def _publish_collected(con: duckdb.DuckDBPyConnection) -> None:
-    rows = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND starts_with(table_name, '__collected_')"
-    ).fetchall()
-    for (collected,) in rows:
+    for (collected,) in execute(con, "compute/collected_tables").fetchall():
         table = collected.removeprefix("__collected_")
         con.execute(f"DROP TABLE IF EXISTS {quote_ident(table)}")
         con.execute(f"ALTER TABLE {quote_ident(collected)} RENAME TO {quote_ident(table)}")
@@ -385,10 +369,7 @@ def _all_clusters_weekly(con: duckdb.DuckDBPyConnection, params: dict) -> None:
     finally:
         for table in shadowed:
             con.execute(f"DROP VIEW IF EXISTS temp.main.{quote_ident(table)}")
-    con.execute(
-        "CREATE TABLE __weekly_all AS SELECT * FROM __weekly_per_cluster "
-        "UNION ALL BY NAME SELECT * FROM weekly_summary WHERE cluster = '*' ORDER BY week, cluster = '*', cluster"
-    )
+    execute(con, "compute/weekly_all_clusters")
     con.execute("DROP TABLE weekly_summary")
     con.execute("DROP TABLE __weekly_per_cluster")
     con.execute("ALTER TABLE __weekly_all RENAME TO weekly_summary")
@@ -407,13 +388,8 @@ def settings_fingerprint(settings: Settings) -> str:
 
 
 def _last_compute(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS compute_log (data_version BIGINT, settings VARCHAR, "
-        "computed_at TIMESTAMPTZ, duration_s DOUBLE)"
-    )
-    rows = con.execute(
-        "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
-    ).fetchall()
+    execute(con, "compute/compute_log_create")
+    rows = execute(con, "compute/last_compute").fetchall()
     return (rows[0][0], rows[0][1]) if rows else None
 
 
@@ -424,15 +400,9 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
     Reads only, so it works on a read-only connection. A database without a compute log
     (derived tables made by hand) is taken as current.
     """
-    logged = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
-        "AND table_name IN ('compute_log', 'load_log')"
-    ).fetchall()[0][0]
-    if logged < 2:
+    if execute(con, "compute/logs_present").fetchall()[0][0] < 2:
         return None
-    computed = con.execute(
-        "SELECT data_version FROM compute_log ORDER BY computed_at DESC LIMIT 1"
-    ).fetchall()
+    computed = execute(con, "compute/last_compute").fetchall()
     if not computed:
         return None
     current = data_version(con)
@@ -441,12 +411,7 @@ def stale_data(con: duckdb.DuckDBPyConnection) -> tuple[int, int] | None:
 
 def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> None:
     """Fail with the command to run when a derived table has not been computed yet."""
-    present = {
-        row[0]
-        for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-        ).fetchall()
-    }
+    present = {row[0] for row in execute(con, "compute/present_tables").fetchall()}
     missing = [t for t in tables if t not in present]
     if missing:
         raise DatabaseMissingError(
@@ -457,14 +422,9 @@ def require_tables(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> Non
 
 def is_current(con: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
     """True when the last compute used this data version and these settings (read-only check)."""
-    tables = {
-        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
-    }
-    if not {"compute_log", "load_log"} <= tables:
+    if execute(con, "compute/logs_present").fetchall()[0][0] < 2:
         return False
-    rows = con.execute(
-        "SELECT data_version, settings FROM compute_log ORDER BY computed_at DESC LIMIT 1"
-    ).fetchall()
+    rows = execute(con, "compute/last_compute").fetchall()
     return bool(rows) and (rows[0][0], rows[0][1]) == (
         data_version(con),
         settings_fingerprint(settings),
@@ -518,8 +478,7 @@ def compute(
             forget_kept_candidates(con)
         clusters = _clusters(con)
         for i, cluster in enumerate(clusters):
-            # Steps that keep rows between computes (rank_slowdown) key them by it.
-            con.execute(f"SET VARIABLE pass_cluster = {_literal(cluster)}")
+            execute(con, "compute/pass_cluster", {"cluster": cluster})
             # Refilled every run; recreated so each pass starts from the fixed shape (no `cluster`).
             con.execute("DROP TABLE IF EXISTS anomalies")
             for statement in statements(load_sql("schema/derived")):
@@ -559,9 +518,14 @@ def compute(
         t0 = time.perf_counter()
         update_gpu_samples_15m(con, rebuild=force)
         timings["gpu_samples_15m"] = time.perf_counter() - t0
-        con.execute(
-            "INSERT INTO compute_log VALUES (?, ?, now(), ?)",
-            [version, fingerprint, time.perf_counter() - started],
+        execute(
+            con,
+            "compute/compute_log_add",
+            {
+                "data_version": version,
+                "settings": fingerprint,
+                "duration_s": time.perf_counter() - started,
+            },
         )
         con.execute("COMMIT")
     except BaseException:

@@ -45,7 +45,7 @@ import duckdb
 
 from pipelines.compute import derived, require_tables, stale_data
 from pipelines.errors import GpufleetError
-from pipelines.sql import bind, load_sql
+from pipelines.sql import bind, load_sql, quote_literal
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("parquet", "csv")
@@ -88,10 +88,6 @@ class ExportResult:
     rows: int
     partitions: int
     removed_partitions: int
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _refuse(path: Path, problem: str, hint: str) -> GpufleetError:
@@ -258,7 +254,7 @@ def _stage(
     options = [
         f"FORMAT {fmt}",
         f"PARTITION_BY ({', '.join(EXPORT_TABLES[table])})",
-        f"FILE_EXTENSION {_sql_string(fmt + PARTIAL_SUFFIX)}",
+        f"FILE_EXTENSION {quote_literal(fmt + PARTIAL_SUFFIX)}",
         "FILENAME_PATTERN 'data_{i}'",
     ]
     if fmt == "csv":
@@ -268,7 +264,7 @@ def _stage(
         if text:
             # Quoted, a text value such as job id `007` reads back as text, not as the number 7.
             options.append(f"FORCE_QUOTE ({', '.join(_sql_identifier(c) for c in text)})")
-    target = _sql_string(str(staging / table))
+    target = quote_literal(str(staging / table))
     # The query text comes from queries/export/; values are bound parameters.
     rows = con.execute(
         f"COPY ({sql.rstrip().rstrip(';')}) TO {target} ({', '.join(options)})", params

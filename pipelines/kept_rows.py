@@ -10,17 +10,13 @@ or a table not yet kept) build the cluster's rows from all samples.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 
 import duckdb
 
 from pipelines.config import Settings
 from pipelines.sql import bind, execute, load_sql, statements
-
-FAR_PAST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
-FAR_FUTURE = dt.datetime(9000, 1, 1, tzinfo=dt.UTC)
-"""`$changed_from` when no sample was loaded since the last compute: after all of them."""
+from pipelines.times import FAR_FUTURE, FAR_PAST
 
 
 def _basis(table: str, settings: Settings, basis_settings: tuple[str, ...]) -> str:

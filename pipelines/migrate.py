@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 
 from pipelines.contract import LANDING_TABLES
-from pipelines.sql import load_sql, statements
+from pipelines.sql import load_sql, quote_literal, statements
 from pipelines.store import insert_gpu_samples
 
 UNKNOWN_CLUSTER = "unknown"
@@ -106,7 +106,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
                 source = "__job_cluster m ON m.job_id = o.job_id"
             if table == "gpu_samples":
                 # Kept as a view over storage tables; a view holds no parameters.
-                fallback_literal = "'" + fallback.replace("'", "''") + "'"
+                fallback_literal = quote_literal(fallback)
                 insert_gpu_samples(
                     con,
                     f"SELECT coalesce(m.cluster, {fallback_literal}) AS cluster, {names} "

@@ -53,6 +53,17 @@ def _load_sql(name: str, including: tuple[str, ...]) -> str:
     )
 
 
+def quote_ident(name: str) -> str:
+    """An identifier (table, column) for SQL built from names: the one place they are escaped."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(value: str) -> str:
+    """A string constant for SQL that cannot bind parameters (a view's text, a default value):
+    the one place values are escaped. Everywhere else values are bound."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def param_names(sql: str) -> set[str]:
     """Named parameters a statement uses, ignoring `--` comments."""
     return set(_PARAM.findall(_COMMENT.sub("", sql)))

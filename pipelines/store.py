@@ -31,15 +31,10 @@ from pipelines.contract import (
     UPSERT_TABLES,
 )
 from pipelines.errors import DatabaseMissingError, GpufleetError, InputError
-from pipelines.sql import execute, load_sql, statements
+from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
 
 ROW_COLUMN = "__row"
 """Column a source relation carries with the 1-based line/row number of each record."""
-
-
-def quote_ident(name: str) -> str:
-    """The one place identifiers are escaped for generated SQL."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def connect(
@@ -242,7 +237,7 @@ def _validate(con: duckdb.DuckDBPyConnection, item: TableInput, view: str) -> Ch
             )
         allowed = ALLOWED_VALUES.get((item.table, c.name))
         if allowed:
-            values = ", ".join("'" + v.replace("'", "''") + "'" for v in allowed)
+            values = ", ".join(quote_literal(v) for v in allowed)
             checks.append(
                 (
                     c.name,
@@ -408,7 +403,7 @@ def _repeats(
                 file=item.origin,
                 hint="A record may repeat only exactly; keep the right one and load again. Nothing was loaded.",
             )
-        return con.execute("SELECT coalesce(sum(copies - 1), 0) FROM __records").fetchall()[0][0]
+        return execute(con, "store/repeated_copies").fetchall()[0][0]
     finally:
         con.execute("DROP TABLE IF EXISTS __records")
 
@@ -588,11 +583,11 @@ def insert_gpu_samples(con: duckdb.DuckDBPyConnection, rows: str, earliest: Any 
     # Dropped on success only: no statement may run in a transaction a failure aborted (it would
     # hide the real error), and the rollback removes the view with everything else.
     con.execute(f"CREATE OR REPLACE TEMP VIEW __gpu_samples_in AS {rows}")
-    con.execute(load_sql("store/gpu_series_add"))
-    stored = con.execute(load_sql("store/gpu_samples_add")).fetchall()[0][0]
+    execute(con, "store/gpu_series_add")
+    stored = execute(con, "store/gpu_samples_add").fetchall()[0][0]
     if stored:
         if earliest is None:
-            earliest = con.execute("SELECT min(ts) FROM __gpu_samples_in").fetchall()[0][0]
+            earliest = execute(con, "store/gpu_samples_in_earliest").fetchall()[0][0]
         record_loaded_samples(con, earliest)
     con.execute("DROP VIEW temp.main.__gpu_samples_in")
     return stored
@@ -669,9 +664,9 @@ def load_batch(
             if any(r.rows_changed for r in results):
                 # A batch that adds or changes nothing leaves the data version alone, so a
                 # re-ingest of an unchanged spool does not trigger a recompute.
-                con.execute(
-                    "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, "
-                    "$rows_in, $rows_new FROM load_log",
+                execute(
+                    con,
+                    "store/load_log_add",
                     {
                         "source": source,
                         "tables": sorted({r.table for r in results}),
@@ -688,7 +683,7 @@ def load_batch(
 
 def data_version(con: duckdb.DuckDBPyConnection) -> int:
     """The id of the last committed load batch that changed data (0 for an empty store)."""
-    return con.execute("SELECT coalesce(max(batch_id), 0) FROM load_log").fetchall()[0][0]
+    return execute(con, "store/data_version").fetchall()[0][0]
 
 
 def row_counts(

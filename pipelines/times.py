@@ -1,4 +1,5 @@
-"""Instants given on the command line: RFC 3339, `now`, or relative to now (`-7d`)."""
+"""Instants given on the command line: RFC 3339, `now`, or relative to now (`-7d`); the bounds
+before and after any data."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from pipelines.errors import ConfigError
+
+FAR_PAST = datetime(1900, 1, 1, tzinfo=UTC)
+"""Before any data: a kept table or detector cut there is built again from all history."""
+
+FAR_FUTURE = datetime(9000, 1, 1, tzinfo=UTC)
+"""After any data: `$changed_from` when nothing was loaded since the last compute."""
 
 _RELATIVE = re.compile(r"^-(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

@@ -21,6 +21,7 @@ import polars as pl
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
 from pipelines.sql import bind, execute, load_sql, queries_dir, statements
+from pipelines.times import FAR_PAST
 
 SQL_DETECTORS: tuple[str, ...] = (
     "xid",
@@ -52,8 +53,6 @@ CARRY_LOOK_BACK = dt.timedelta(hours=1)
 KEPT_FILES: tuple[str, ...] = ("kept_cut", "kept_store", *KEPT_PREPARE.values())
 """`queries/detect/<name>.sql` that cut and store a kept detector's episodes."""
 
-FAR_PAST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
-"""Before any data: a cut there finds every episode from all history."""
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
@@ -142,7 +141,7 @@ KIND_CLASSES: dict[str, str] = _kind_classes()
 
 def data_horizon(con: duckdb.DuckDBPyConnection) -> dt.datetime:
     """The data horizon (`data_horizon.horizon_ts`, an earlier compute step): open anomalies are open then."""
-    rows = con.execute("SELECT horizon_ts FROM data_horizon").fetchall()
+    rows = execute(con, "compute/detect_horizon").fetchall()
     horizon = rows[0][0] if rows else None
     return horizon if horizon is not None else dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -182,11 +181,7 @@ def _kept_window(
 ) -> dict[str, Any]:
     """The cut parameters of a kept detector: incremental when the last compute kept this
     cluster's candidates with the same basis, from all history otherwise."""
-    previous = con.execute(
-        "SELECT basis FROM kept_candidates_basis "
-        "WHERE cluster = getvariable('pass_cluster') AND detector = ?",
-        [name],
-    ).fetchall()
+    previous = execute(con, "compute/detect_kept_basis", {"detector": name}).fetchall()
     if previous != [(basis,)]:
         return {"incremental": False, "settle_before": FAR_PAST, "flags_from": FAR_PAST}
     horizon = params["horizon"]
@@ -203,7 +198,7 @@ def _insert_kept(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, An
     basis = _basis(name, {k: v for k, v in params.items() if k != "horizon"})
     cut = _kept_window(con, name, params, basis) | {"detector": name, "basis": basis}
     execute(con, "detect/kept_cut", cut)
-    earliest = con.execute("SELECT min(flags_from) FROM detect_cut").fetchall()[0][0]
+    earliest = execute(con, "compute/detect_cut_earliest").fetchall()[0][0]
     look_back = dt.timedelta(seconds=max(params[s] for s in KEPT_DETECTORS[name]))
     scan_from = min(earliest or cut["flags_from"], cut["flags_from"])
     scan_from = scan_from - look_back if scan_from > FAR_PAST else FAR_PAST
@@ -238,8 +233,8 @@ def _unprepare(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 def forget_kept_candidates(con: duckdb.DuckDBPyConnection) -> None:
     """`compute --force`: every kept detector finds its episodes from all history again."""
-    con.execute("DELETE FROM kept_candidates")
-    con.execute("DELETE FROM kept_candidates_basis")
+    for statement in statements(load_sql("compute/detect_forget_kept")):
+        con.execute(statement)
 
 
 def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
@@ -261,11 +256,11 @@ def create_shared_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> 
     params = detection_params(con, settings)
     # They need no order (every reader states its own): without it DuckDB parallelises the
     # large aggregations and materialisations freely.
-    insertion_order = bool(_setting(con, "preserve_insertion_order"))
-    con.execute("SET preserve_insertion_order = false")
+    insertion_order = _insertion_order(con)
+    _set_insertion_order(con, False)
     for name in SHARED_TABLES:
         _create_shared(con, name, params)
-    con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
+    _set_insertion_order(con, insertion_order)
 
 
 def drop_shared_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -274,14 +269,15 @@ def drop_shared_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    rows = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchall()
-    return rows[0][0] > 0
+    return bool(execute(con, "compute/table_exists", {"name": name}).fetchall()[0][0])
 
 
-def _setting(con: duckdb.DuckDBPyConnection, name: str) -> Any:
-    return con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+def _insertion_order(con: duckdb.DuckDBPyConnection) -> bool:
+    return bool(execute(con, "compute/insertion_order").fetchall()[0][0])
+
+
+def _set_insertion_order(con: duckdb.DuckDBPyConnection, on: bool) -> None:
+    execute(con, "compute/insertion_order_set", {"on": on})
 
 
 def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
@@ -293,8 +289,8 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     # Shared tables made before this step (by `gpufleet compute`, which keeps them for later
     # readers) stay; those made here are dropped here.
     made_here = [name for name in SHARED_TABLES if not _table_exists(con, f"detect_{name}")]
-    insertion_order = bool(_setting(con, "preserve_insertion_order"))
-    con.execute("SET preserve_insertion_order = false")
+    insertion_order = _insertion_order(con)
+    _set_insertion_order(con, False)
     for name in made_here:
         _create_shared(con, name, params)
     for name in SQL_DETECTORS:
@@ -304,7 +300,7 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
             _insert_sql(con, name, params)
     for name in made_here:
         con.execute(f"DROP TABLE detect_{name}")
-    con.execute(f"SET preserve_insertion_order = {str(insertion_order).lower()}")
+    _set_insertion_order(con, insertion_order)
 
 
 def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
@@ -316,7 +312,7 @@ def detect_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> None
         _insert_sql(con, STRAGGLER_DETECTOR, params)
     _insert_sql(con, REPEAT_DETECTOR, params)
     final = load_sql(f"detect/{FINALIZE}").strip().rstrip(";")
-    con.execute("DELETE FROM anomalies")
+    execute(con, "compute/detect_clear_anomalies")
     con.execute(f"INSERT INTO anomalies {final}", bind(final, params))
     con.execute("DROP TABLE anomaly_candidates")
     # The kinds and their class, for SQL readers (job failure classes read `hardware` ones).

@@ -13,17 +13,14 @@ import duckdb
 
 from pipelines.sources.prometheus.plan import from_ms
 from pipelines.sources.prometheus.report import IngestReport
+from pipelines.sql import bind, execute, load_sql, statements
 
 
 def read_incomplete(
     con: duckdb.DuckDBPyConnection, source: str
 ) -> dict[str, list[tuple[datetime, datetime]]]:
     """Windows of `source` loaded from partial answers, per query key, oldest first."""
-    rows = con.execute(
-        "SELECT query_key, start_ts, end_ts FROM ingest_incomplete WHERE source = $source "
-        "ORDER BY query_key, start_ts",
-        {"source": source},
-    ).fetchall()
+    rows = execute(con, "ingest/incomplete_windows", {"source": source}).fetchall()
     out: dict[str, list[tuple[datetime, datetime]]] = defaultdict(list)
     for key, a, b in rows:
         out[key].append((a, b))
@@ -31,10 +28,7 @@ def read_incomplete(
 
 
 def read_watermarks(con: duckdb.DuckDBPyConnection, source: str) -> dict[str, datetime]:
-    rows = con.execute(
-        "SELECT query_key, max(watermark_ts) FROM ingest_watermarks WHERE source = $source GROUP BY query_key",
-        {"source": source},
-    ).fetchall()
+    rows = execute(con, "ingest/watermarks", {"source": source}).fetchall()
     return {k: v for k, v in rows}
 
 
@@ -79,24 +73,16 @@ class Bookkeeping:
     def write(self, con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
         source = self.source
         for key, a in self.refilled:
-            con.execute(
-                "DELETE FROM ingest_incomplete WHERE source = $source AND query_key = $key AND start_ts = $a",
-                {"source": source, "key": key, "a": a},
-            )
+            execute(con, "ingest/incomplete_forget", {"source": source, "key": key, "start_ts": a})
         for key, a, b, said in self.still_incomplete:
-            con.execute(
-                "DELETE FROM ingest_incomplete WHERE source = $source AND query_key = $key AND start_ts = $a",
-                {"source": source, "key": key, "a": a},
-            )
-            con.execute(
-                "INSERT INTO ingest_incomplete VALUES ($source, $key, $a, $b, $said, now())",
-                {"source": source, "key": key, "a": a, "b": b, "said": said},
-            )
+            window = {"source": source, "key": key, "start_ts": a}
+            execute(con, "ingest/incomplete_forget", window)
+            execute(con, "ingest/incomplete_add", window | {"end_ts": b, "said": said})
         if report.partial:
             # Kept with the load_log batch this transaction adds (the same id).
-            con.execute(
-                "INSERT INTO ingest_partial_log SELECT coalesce(max(batch_id), 0) + 1, $source, $partial, "
-                "$loaded, $said FROM load_log",
+            execute(
+                con,
+                "ingest/partial_log_add",
                 {
                     "source": source,
                     "partial": len(report.partial),
@@ -104,12 +90,8 @@ class Bookkeeping:
                     "said": report.partial[0].warning,
                 },
             )
+        watermark_set = statements(load_sql("ingest/watermark_set"))
         for key, mark in self.new_marks.items():
-            con.execute(
-                "DELETE FROM ingest_watermarks WHERE source = $source AND query_key = $key",
-                {"source": source, "key": key},
-            )
-            con.execute(
-                "INSERT INTO ingest_watermarks VALUES ($source, $key, $mark)",
-                {"source": source, "key": key, "mark": mark},
-            )
+            for statement in watermark_set:
+                params = {"source": source, "key": key, "mark": mark}
+                con.execute(statement, bind(statement, params))

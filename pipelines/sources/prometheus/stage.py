@@ -9,7 +9,8 @@ import duckdb
 import polars as pl
 
 from pipelines.contract import NATURAL_KEYS
-from pipelines.store import ROW_COLUMN, TableInput, quote_ident
+from pipelines.sql import quote_ident
+from pipelines.store import ROW_COLUMN, TableInput
 
 _STAGE_COLUMNS = {
     "gpu_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, metric VARCHAR, value DOUBLE",
