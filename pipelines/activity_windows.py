@@ -14,9 +14,9 @@ import duckdb
 
 from pipelines.config import Settings
 from pipelines.kept_rows import update_kept_rows
+from pipelines.sql import execute
 
 TABLE = "gpu_activity_windows"
-PREVIOUS_ASSIGNMENTS = "previous_gpu_job_assignments"
 BASIS_SETTINGS = ("util_window_max_s",)
 """The settings a row depends on besides the data."""
 
@@ -25,28 +25,19 @@ def keep_previous_assignments(con: duckdb.DuckDBPyConnection) -> None:
     """Before a compute's passes: set the last compute's assignments aside (the temporary table
     `previous_gpu_job_assignments`: the first pass replaces gpu_job_assignments). Without them (an
     older database) every cluster's rows are built again."""
-    con.execute(f"DROP TABLE IF EXISTS temp.main.{PREVIOUS_ASSIGNMENTS}")
-    present = con.execute(
-        "SELECT count(*) FROM duckdb_columns() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND table_name = 'gpu_job_assignments' AND column_name = 'cluster'"
+    execute(con, "compute/previous_assignments_drop")
+    present = execute(
+        con, "compute/column_present", {"table": "gpu_job_assignments", "column": "cluster"}
     ).fetchall()[0][0]
-    if not present:
-        con.execute("DELETE FROM kept_rows_basis WHERE table_name = ?", [TABLE])
     if present:
-        con.execute(
-            f"CREATE TEMP TABLE {PREVIOUS_ASSIGNMENTS} AS SELECT cluster, job_id, attempt, node, "
-            "gpu, start_us, end_us, mapped_by FROM main.gpu_job_assignments"
-        )
+        execute(con, "compute/previous_assignments_keep")
     else:
-        con.execute(
-            f"CREATE TEMP TABLE {PREVIOUS_ASSIGNMENTS} (cluster VARCHAR, job_id VARCHAR, "
-            "attempt INTEGER, node VARCHAR, gpu SMALLINT, start_us BIGINT, end_us BIGINT, "
-            "mapped_by VARCHAR)"
-        )
+        execute(con, "compute/kept_rows_forget", {"table_name": TABLE})
+        execute(con, "compute/previous_assignments_empty")
 
 
 def drop_previous_assignments(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(f"DROP TABLE IF EXISTS temp.main.{PREVIOUS_ASSIGNMENTS}")
+    execute(con, "compute/previous_assignments_drop")
 
 
 def update_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

@@ -240,7 +240,7 @@ def _clusters(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def _database(con: duckdb.DuckDBPyConnection) -> str:
-    return con.execute("SELECT current_database()").fetchall()[0][0]
+    return execute(con, "compute/current_database").fetchall()[0][0]
 
 
 def _scope_to(con: duckdb.DuckDBPyConnection, cluster: str) -> None:
@@ -470,7 +470,7 @@ def compute(
         if force:
             # Every kept table's rows are built again from all samples, in the shape their SQL
             # gives now.
-            con.execute("DELETE FROM kept_rows_basis")
+            execute(con, "compute/kept_rows_forget_all")
             for table in _KEPT_PER_PASS:
                 con.execute(f"DROP TABLE IF EXISTS main.{quote_ident(table)}")
             from pipelines.detectors import forget_kept_candidates

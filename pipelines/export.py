@@ -45,7 +45,7 @@ import duckdb
 
 from pipelines.compute import derived, require_tables, stale_data
 from pipelines.errors import GpufleetError
-from pipelines.sql import bind, load_sql, quote_literal
+from pipelines.sql import bind, execute, load_sql, quote_literal
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("parquet", "csv")
@@ -340,25 +340,15 @@ def _publish(staging: Path, out_fd: int, out: Path, table: str, week: IsoWeek) -
 
 
 def _database_name(con: duckdb.DuckDBPyConnection) -> str:
-    rows = con.execute(
-        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchall()
+    rows = execute(con, "export/database_path").fetchall()
     return rows[0][0] if rows and rows[0][0] else ":memory:"
 
 
 def _week_has_data(con: duckdb.DuckDBPyConnection, week: IsoWeek) -> bool:
     """Whether the weekly summary holds the week (what `compute` writes for every week with data)."""
-    present = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main' "
-        "AND table_name = 'weekly_summary'"
-    ).fetchall()[0][0]
-    if not present:
+    if not execute(con, "export/summary_present").fetchall()[0][0]:
         return False
-    return bool(
-        con.execute("SELECT count(*) FROM weekly_summary WHERE week = ?", [week.label]).fetchall()[
-            0
-        ][0]
-    )
+    return bool(execute(con, "export/week_has_data", {"week": week.label}).fetchall()[0][0])
 
 
 def export_week(

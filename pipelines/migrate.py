@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 
 from pipelines.contract import LANDING_TABLES
-from pipelines.sql import load_sql, quote_literal, statements
+from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
 from pipelines.store import insert_gpu_samples
 
 UNKNOWN_CLUSTER = "unknown"
@@ -34,14 +34,7 @@ JOB_TABLES = ("jobs", "job_attempts", "rank_steps", "checkpoints")
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    return [
-        r[0]
-        for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
-            "AND table_name = ? ORDER BY ordinal_position",
-            [table],
-        ).fetchall()
-    ]
+    return [r[0] for r in execute(con, "store/table_columns", {"table": table}).fetchall()]
 
 
 def tables_to_migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -59,10 +52,7 @@ def pending_upgrades(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def gpu_samples_to_compact(con: duckdb.DuckDBPyConnection) -> bool:
     """True when `gpu_samples` is still a table (stored before compact sample storage)."""
-    kind = con.execute(
-        "SELECT table_type FROM information_schema.tables WHERE table_schema = 'main' "
-        "AND table_name = 'gpu_samples'"
-    ).fetchall()
+    kind = execute(con, "store/table_type", {"table": "gpu_samples"}).fetchall()
     return bool(kind) and kind[0][0] == "BASE TABLE"
 
 
@@ -76,30 +66,25 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
     upgraded = todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else [])
     con.execute("BEGIN TRANSACTION")
     try:
-        clusters = [
-            r[0] for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY 1").fetchall()
-        ]
+        clusters = [r[0] for r in execute(con, "app/clusters").fetchall()]
         fallback = clusters[0] if len(clusters) == 1 else UNKNOWN_CLUSTER
         params = {"fallback": fallback}
         for table in todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else []):
-            con.execute(f'ALTER TABLE "{table}" RENAME TO "__old_{table}"')
+            con.execute(
+                f"ALTER TABLE {quote_ident(table)} RENAME TO {quote_ident('__old_' + table)}"
+            )
         # Recreate the renamed tables with the current shape (the others exist and are skipped).
         for statement in statements(load_sql("schema/landing")):
             con.execute(statement)
         if "job_attempts" in todo:
-            con.execute(
-                "CREATE TEMP TABLE __job_cluster AS SELECT a.job_id, min(n.cluster) AS cluster "
-                "FROM (SELECT DISTINCT job_id, unnest(nodes) AS node FROM __old_job_attempts) a "
-                "JOIN nodes n USING (node) GROUP BY a.job_id"
-            )
+            execute(con, "store/migrate_job_cluster_from_attempts")
         else:
-            con.execute(
-                "CREATE TEMP TABLE __job_cluster AS SELECT job_id, min(cluster) AS cluster FROM jobs GROUP BY 1"
-            )
+            execute(con, "store/migrate_job_cluster_from_jobs")
         for table in todo:
             old = _columns(con, f"__old_{table}")
-            names = ", ".join(f'o."{c}"' for c in old)
-            target = ", ".join(['"cluster"', *(f'"{c}"' for c in old)])
+            old_table = quote_ident(f"__old_{table}")
+            names = ", ".join(f"o.{quote_ident(c)}" for c in old)
+            target = ", ".join(quote_ident(c) for c in ["cluster", *old])
             if table in NODE_TABLES:
                 source = "nodes m ON m.node = o.node"
             else:
@@ -110,16 +95,17 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
                 insert_gpu_samples(
                     con,
                     f"SELECT coalesce(m.cluster, {fallback_literal}) AS cluster, {names} "
-                    f'FROM "__old_{table}" o LEFT JOIN {source}',
+                    f"FROM {old_table} o LEFT JOIN {source}",
                 )
-                con.execute(f'DROP TABLE "__old_{table}"')
+                con.execute(f"DROP TABLE {old_table}")
                 continue
             con.execute(
-                f'INSERT INTO "{table}" ({target}) SELECT coalesce(m.cluster, $fallback), {names} '
-                f'FROM "__old_{table}" o LEFT JOIN {source}',
+                f"INSERT INTO {quote_ident(table)} ({target}) "
+                f"SELECT coalesce(m.cluster, $fallback), {names} "
+                f"FROM {old_table} o LEFT JOIN {source}",
                 params,
             )
-            con.execute(f'DROP TABLE "__old_{table}"')
+            con.execute(f"DROP TABLE {old_table}")
         con.execute("DROP TABLE __job_cluster")
         if compact and "gpu_samples" not in todo:
             insert_gpu_samples(
@@ -128,10 +114,15 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
             )
             con.execute("DROP TABLE __old_gpu_samples")
         # A new data version, so the next compute rebuilds every derived table per cluster.
-        con.execute(
-            "INSERT INTO load_log SELECT coalesce(max(batch_id), 0) + 1, now(), $source, $tables, 0, 0 "
-            "FROM load_log",
-            {"source": "migrate:cluster" if todo else "migrate:compact", "tables": upgraded},
+        execute(
+            con,
+            "store/load_log_add",
+            {
+                "source": "migrate:cluster" if todo else "migrate:compact",
+                "tables": upgraded,
+                "rows_in": 0,
+                "rows_new": 0,
+            },
         )
         con.execute("COMMIT")
     except BaseException:

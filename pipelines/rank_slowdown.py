@@ -32,7 +32,7 @@ from scipy import stats
 
 from pipelines.config import Settings
 from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
-from pipelines.sql import bind, execute, load_sql, queries_dir
+from pipelines.sql import bind, execute, load_sql, queries_dir, statements
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -266,18 +266,17 @@ def keep_previous(con: duckdb.DuckDBPyConnection, *, rebuild: bool) -> None:
     """Before a compute's passes: set the last compute's rank tables aside (temporary tables
     `previous_rank_slowdown`, `previous_rank_episodes`; the first pass replaces the tables), or,
     with `rebuild` or without them, forget every job's digest so every job is recomputed."""
+    first, second = _KEPT
     present = {
         r[0]
-        for r in con.execute(
-            "SELECT table_name FROM duckdb_columns() WHERE database_name = current_database() "
-            "AND schema_name = 'main' AND column_name = 'cluster' AND table_name IN (?, ?)",
-            list(_KEPT),
+        for r in execute(
+            con, "compute/rank_kept_present", {"first": first, "second": second}
         ).fetchall()
     }
     for table in _KEPT:
         con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
     if rebuild or present != set(_KEPT):
-        con.execute("DELETE FROM rank_slowdown_inputs")
+        execute(con, "compute/rank_inputs_forget")
         return
     for table in _KEPT:
         con.execute(f"CREATE TEMP TABLE {_PREVIOUS}{table} AS SELECT * FROM main.{table}")
@@ -295,15 +294,10 @@ def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
     from `rank_step_times`."""
     job_basis = basis(settings)
     execute(con, "derived/rank_slowdown_jobs", {"basis": job_basis})
-    kept = con.execute("SELECT count(*) FILTER (WHERE kept) FROM rank_slowdown_jobs").fetchall()
+    kept = execute(con, "compute/rank_jobs_kept").fetchall()
     recompute = None
     if kept[0][0]:
-        recompute = [
-            r[0]
-            for r in con.execute(
-                "SELECT job_id FROM rank_slowdown_jobs WHERE NOT kept ORDER BY job_id"
-            ).fetchall()
-        ]
+        recompute = [r[0] for r in execute(con, "compute/rank_jobs_to_compute").fetchall()]
     slowdown, episodes = stream_rank_tables(con, settings, recompute)
     # No try/finally: after a failed statement the transaction is aborted, and an unregister
     # would fail too and hide the real error.
@@ -325,10 +319,5 @@ def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
         )
     con.unregister("rank_slowdown_rows")
     con.unregister("rank_episode_rows")
-    con.execute("DELETE FROM rank_slowdown_inputs WHERE cluster = getvariable('pass_cluster')")
-    con.execute(
-        "INSERT INTO rank_slowdown_inputs "
-        "SELECT getvariable('pass_cluster'), job_id, inputs, ? FROM rank_slowdown_jobs",
-        [job_basis],
-    )
-    con.execute("DROP TABLE rank_slowdown_jobs")
+    for statement in statements(load_sql("compute/rank_inputs_note")):
+        con.execute(statement, bind(statement, {"basis": job_basis}))

@@ -16,7 +16,7 @@ import polars as pl
 
 from pipelines.compute import require_tables
 from pipelines.errors import GpufleetError
-from pipelines.sql import query_pl
+from pipelines.sql import execute, query_pl
 from pipelines.weeks import IsoWeek
 
 FORMATS = ("json", "csv")
@@ -35,10 +35,7 @@ def remediation_plan(
         raise GpufleetError(missing.title, "Run `gpufleet compute --force` to build it.") from None
     require_tables(con, TABLES)
     if cluster != "*":
-        known = [
-            r[0]
-            for r in con.execute("SELECT DISTINCT cluster FROM nodes ORDER BY cluster").fetchall()
-        ]
+        known = [r[0] for r in execute(con, "app/clusters").fetchall()]
         if cluster not in known:
             raise GpufleetError(
                 f"Unknown cluster `{cluster}`.",

@@ -31,7 +31,7 @@ from pipelines.errors import GpufleetError
 from pipelines.fleet_names import SharedNames
 from pipelines.markdown import escape_markdown_cell
 from pipelines.presentation import NOT_AVAILABLE, change_in, in_unit
-from pipelines.sql import query_pl
+from pipelines.sql import execute, query_pl
 from pipelines.trend_metrics import TREND_WEEKS, shown_trend_metrics
 from pipelines.weeks import IsoWeek
 
@@ -128,11 +128,7 @@ def build_report(
     summary = query_pl(con, "report/summary", params)
     if summary.is_empty():
         weeks = [
-            r[0]
-            for r in con.execute(
-                "SELECT DISTINCT week FROM weekly_summary WHERE cluster = ? ORDER BY week",
-                [cluster],
-            ).fetchall()
+            r[0] for r in execute(con, "report/weeks_with_data", {"cluster": cluster}).fetchall()
         ]
         scope = "all clusters" if cluster == ALL_CLUSTERS else f"cluster `{cluster}`"
         raise GpufleetError(
@@ -167,9 +163,7 @@ def _incomplete_windows(
     con: duckdb.DuckDBPyConnection, params: dict[str, Any]
 ) -> pl.DataFrame | None:
     # A database from before the table existed has none (the next ingest creates it).
-    present = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'ingest_incomplete' AND NOT temporary"
-    ).fetchall()[0][0]
+    present = execute(con, "report/incomplete_windows_present").fetchall()[0][0]
     return query_pl(con, "report/incomplete_windows", params) if present else None
 
 

@@ -27,18 +27,11 @@ SCRAPES = "gpu_scrapes"
 
 def record_loaded_samples(con: duckdb.DuckDBPyConnection, earliest: datetime | Any) -> None:
     """Note, in the load's transaction, that GPU samples from `earliest` on were stored."""
-    con.execute("INSERT INTO gpu_samples_loaded VALUES (?)", [earliest])
+    execute(con, "store/gpu_samples_loaded_add", {"from_ts": earliest})
 
 
 def _is_kept(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(
-        con.execute(
-            "SELECT count(*) FROM duckdb_tables() t JOIN kept_tables k ON k.table_name = t.table_name "
-            "WHERE t.database_name = current_database() AND t.schema_name = 'main' "
-            "AND t.table_name = ?",
-            [table],
-        ).fetchall()[0][0]
-    )
+    return bool(execute(con, "compute/kept_table_present", {"name": table}).fetchall()[0][0])
 
 
 def pruned_before(con: duckdb.DuckDBPyConnection) -> datetime | None:
@@ -63,18 +56,15 @@ def _update(con: duckdb.DuckDBPyConnection, table: str, *, rebuild: bool) -> Non
         # kept_samples_from starts the rebuild at the cut.
         con.execute(f"DROP TABLE IF EXISTS {table}")
     if from_ts is not None:
-        clusters = [
-            r[0]
-            for r in con.execute("SELECT DISTINCT cluster FROM gpu_series ORDER BY 1").fetchall()
-        ]
+        clusters = [r[0] for r in execute(con, "compute/series_clusters").fetchall()]
         for cluster in clusters:
             for statement in statements(load_sql(f"derived/{table}")):
                 con.execute(statement, bind(statement, {"cluster": cluster, "from_ts": from_ts}))
     if rebuild:
         # The table's shape, even on a store without samples (its readers need it).
         con.execute(statements(load_sql(f"derived/{table}"))[0])
-        con.execute("DELETE FROM kept_tables WHERE table_name = ?", [table])
-        con.execute("INSERT INTO kept_tables VALUES (?, now())", [table])
+        for statement in statements(load_sql("compute/kept_table_note")):
+            con.execute(statement, bind(statement, {"name": table}))
 
 
 def update_gpu_scrapes(con: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> None:
@@ -91,4 +81,4 @@ def update_gpu_samples_15m(con: duckdb.DuckDBPyConnection, *, rebuild: bool = Fa
     samples.
     """
     _update(con, ROLLUP, rebuild=rebuild)
-    con.execute("DELETE FROM gpu_samples_loaded")
+    execute(con, "compute/samples_loaded_clear")

@@ -44,6 +44,7 @@ from pipelines.errors import (
     OutOfMemoryError,
     StorageError,
 )
+from pipelines.sql import execute, quote_ident
 
 LOCK_WAIT_S = 120.0
 """How long a writing command waits for another one to finish (`GPUFLEET_LOCK_WAIT_S`)."""
@@ -327,8 +328,8 @@ def _rewrite_compactly(copy: Path) -> None:
     con = duckdb.connect(str(fresh))
     try:
         con.execute("ATTACH ? AS upgraded (READ_ONLY)", [str(copy)])
-        (name,) = con.execute("SELECT current_database()").fetchall()[0]
-        con.execute(f'COPY FROM DATABASE upgraded TO "{name}"')
+        (name,) = execute(con, "compute/current_database").fetchall()[0]
+        con.execute(f"COPY FROM DATABASE upgraded TO {quote_ident(name)}")
         con.execute("DETACH upgraded")
         con.execute("CHECKPOINT")
     finally:
@@ -389,11 +390,7 @@ def refuse_truncated(
     """
     if path.with_name(path.name + ".wal").exists():
         return
-    rows = con.execute(
-        "SELECT block_size, used_blocks FROM pragma_database_size()"
-        " WHERE database_name = coalesce($name, current_database())",
-        {"name": catalog},
-    ).fetchall()
+    rows = execute(con, "store/database_size", {"name": catalog}).fetchall()
     if not rows or not rows[0][1]:
         return
     block_size, used_blocks = rows[0]

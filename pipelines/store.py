@@ -125,11 +125,9 @@ class Column:
 
 def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[Column]:
     """A landing table's columns; for one kept as a view, NOT NULL as its storage tables say."""
-    query = (
-        "SELECT column_name, data_type, is_nullable = 'YES' FROM information_schema.columns "
-        "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position"
-    )
-    columns = [Column(*row) for row in con.execute(query, [table]).fetchall()]
+    columns = [
+        Column(*row) for row in execute(con, "store/table_columns", {"table": table}).fetchall()
+    ]
     if table not in COMPACT_STORAGE:
         return columns
     not_null = {

@@ -32,6 +32,7 @@ import polars as pl
 from pipelines.errors import InputError
 from pipelines.sources.pci import normalise_pci_bus_id
 from pipelines.sources.protocol import SourceReport, WholeFileSource
+from pipelines.sql import execute
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 _XID = re.compile(
@@ -173,11 +174,7 @@ def parse_kernel_log(
 
 def stored_pci_map(con: duckdb.DuckDBPyConnection, node: str) -> dict[str, tuple[int, str | None]]:
     """The node's bus id → (GPU index, UUID) as the Prometheus ingest last saw them."""
-    rows = con.execute(
-        "SELECT pci_bus_id, gpu, uuid FROM gpu_devices WHERE node = $node AND pci_bus_id IS NOT NULL "
-        "QUALIFY row_number() OVER (PARTITION BY pci_bus_id ORDER BY last_seen_ts DESC) = 1",
-        {"node": node},
-    ).fetchall()
+    rows = execute(con, "ingest/stored_pci_map", {"node": node}).fetchall()
     return {pci: (gpu, uuid) for pci, gpu, uuid in rows}
 
 

@@ -21,6 +21,7 @@ import polars as pl
 
 from pipelines.errors import InputError
 from pipelines.sources.protocol import SourceReport, WholeFileSource
+from pipelines.sql import bind, load_sql
 from pipelines.store import ROW_COLUMN, LoadResult, TableInput, load_batch
 
 COLUMNS = ("job_id", "attempt", "step", "rank", "node", "gpu", "end_ts", "step_s", "compute_s")
@@ -72,10 +73,8 @@ def read_rank_steps(con: duckdb.DuckDBPyConnection, path: str | Path) -> TableIn
         con.register("__rank_raw", frame)
         source = "__rank_raw"
     elif path.suffix == ".csv":
-        raw = con.sql(
-            "SELECT *, row_number() OVER () + 1 AS __line FROM read_csv($path, header = true, all_varchar = true)",
-            params={"path": str(path)},
-        )
+        csv_sql = load_sql("ingest/rank_steps_csv")
+        raw = con.sql(csv_sql, params=bind(csv_sql, {"path": str(path)}))
         present = set(raw.columns)
         source = "__rank_raw"
         con.register("__rank_raw", raw)

@@ -23,6 +23,7 @@ from pipelines.sources.prometheus.parse import first_int_label, first_label
 from pipelines.sources.prometheus.plan import from_ms
 from pipelines.sources.prometheus.report import IngestReport, PartialChunk
 from pipelines.sources.prometheus.settings import PrometheusSettings
+from pipelines.sql import bind, load_sql, statements
 
 GpusByNode = dict[str, dict[int, tuple[str | None, str | None, str | None]]]
 """node → GPU index → (UUID, PCI bus id, model)."""
@@ -81,14 +82,8 @@ def write_devices(con: duckdb.DuckDBPyConnection, devices: pl.DataFrame, seen: d
     """Replace the `gpu_devices` rows of the GPUs in `devices`, last seen at `seen`."""
     con.register("__devices", devices)
     try:
-        con.execute(
-            "DELETE FROM gpu_devices d WHERE EXISTS "
-            "(SELECT 1 FROM __devices n WHERE n.node = d.node AND n.gpu = d.gpu)"
-        )
-        con.execute(
-            "INSERT INTO gpu_devices SELECT node, gpu, uuid, pci_bus_id, $seen FROM __devices",
-            {"seen": seen},
-        )
+        for statement in statements(load_sql("ingest/gpu_devices_replace")):
+            con.execute(statement, bind(statement, {"seen": seen}))
     finally:
         con.unregister("__devices")
 
