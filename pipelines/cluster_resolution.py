@@ -16,21 +16,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from pipelines.contract import JOB_KEYED_TABLES, NODE_KEYED_TABLES
 from pipelines.errors import InputError
 from pipelines.sql import execute, quote_literal
-
-NODE_KEYED: frozenset[str] = frozenset(
-    {
-        "nodes",
-        "node_conditions",
-        "gpu_samples",
-        "gpu_instance_samples",
-        "node_samples",
-        "gpu_events",
-        "maintenance",
-    }
-)
-JOB_KEYED: frozenset[str] = frozenset({"jobs", "job_attempts", "rank_steps", "checkpoints"})
 
 DEFAULT_CLUSTER = "default"
 """The cluster of records loaded while neither the database nor the batch names any cluster."""
@@ -195,9 +183,9 @@ def resolve_clusters(
         replace = "* EXCLUDE (cluster)" if has[item.view] else "*"
         key: str | None
         map_table: str | None
-        if item.table in NODE_KEYED:
+        if item.table in NODE_KEYED_TABLES:
             key, map_table = "node", "__node_cluster"
-        elif item.table in JOB_KEYED:
+        elif item.table in JOB_KEYED_TABLES:
             key, map_table = "job_id", "__job_cluster"
         else:
             key = map_table = None

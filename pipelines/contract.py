@@ -21,6 +21,10 @@ LANDING_TABLES: tuple[str, ...] = (
     "maintenance",
 )
 
+# How a landing record finds its cluster when it names none: by its job, or by its node.
+JOB_KEYED_TABLES: frozenset[str] = frozenset({"jobs", "job_attempts", "rank_steps", "checkpoints"})
+NODE_KEYED_TABLES: frozenset[str] = frozenset(LANDING_TABLES) - JOB_KEYED_TABLES
+
 NATURAL_KEYS: dict[str, tuple[str, ...]] = {
     "nodes": ("cluster", "node"),
     "node_conditions": ("cluster", "node", "condition", "ts"),

@@ -15,22 +15,12 @@ from __future__ import annotations
 
 import duckdb
 
-from pipelines.contract import LANDING_TABLES
+from pipelines.contract import LANDING_TABLES, NODE_KEYED_TABLES
 from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
 from pipelines.store import insert_gpu_samples
 
 UNKNOWN_CLUSTER = "unknown"
 """The cluster of a record whose node or job `nodes` does not place, in a fleet of several clusters."""
-
-NODE_TABLES = (
-    "node_conditions",
-    "gpu_samples",
-    "gpu_instance_samples",
-    "node_samples",
-    "gpu_events",
-    "maintenance",
-)
-JOB_TABLES = ("jobs", "job_attempts", "rank_steps", "checkpoints")
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
@@ -85,7 +75,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
             old_table = quote_ident(f"__old_{table}")
             names = ", ".join(f"o.{quote_ident(c)}" for c in old)
             target = ", ".join(quote_ident(c) for c in ["cluster", *old])
-            if table in NODE_TABLES:
+            if table in NODE_KEYED_TABLES:
                 source = "nodes m ON m.node = o.node"
             else:
                 source = "__job_cluster m ON m.job_id = o.job_id"
