@@ -39,6 +39,7 @@ from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES
 from pipelines.detectors import KIND_CLASSES
 from pipelines.detectors.scenarios import NEGATIVE_CASES
+from pipelines.sql import execute, query_pl
 
 MATCH_SLACK_S = 3600
 
@@ -158,9 +159,9 @@ def run_seed(
                 f"evaluate seed {seed}",
             )
             compute(con, settings, force=True)
-            anomalies = con.sql("SELECT * FROM anomalies").pl()
-            gpus = con.sql("SELECT sum(gpu_count) FROM nodes").fetchall()[0][0] or 0
-            first, last = con.sql("SELECT min(ts), max(ts) FROM gpu_samples").fetchall()[0]
+            anomalies = query_pl(con, "evaluate/findings")
+            gpus, first, last = execute(con, "evaluate/gpu_days").fetchall()[0]
+            gpus = gpus or 0
         finally:
             con.close()
     days_covered = (last - first).total_seconds() / 86400 if first is not None else 0.0

@@ -1,0 +1,2 @@
+-- evaluate/findings: every finding of one simulated seed, scored against the simulator's truth.
+SELECT * FROM anomalies
