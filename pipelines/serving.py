@@ -327,6 +327,7 @@ def _rewrite_compactly(copy: Path) -> None:
     fresh = copy.with_name(f"compact-{copy.name}")
     con = duckdb.connect(str(fresh))
     try:
+        con.execute("SET enable_progress_bar = false")  # as in open_store: stdout is the output
         con.execute("ATTACH ? AS upgraded (READ_ONLY)", [str(copy)])
         (name,) = execute(con, "compute/current_database").fetchall()[0]
         con.execute(f"COPY FROM DATABASE upgraded TO {quote_ident(name)}")
@@ -411,6 +412,7 @@ def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET enable_progress_bar = false")  # as in open_store: stdout is the output
         con.execute("ATTACH $path AS fleet (READ_ONLY)", {"path": str(db)})
         con.execute("USE fleet")
         refuse_truncated(con, db, "fleet")
