@@ -98,10 +98,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
             con.execute(f"DROP TABLE {old_table}")
         con.execute("DROP TABLE __job_cluster")
         if compact and "gpu_samples" not in todo:
-            insert_gpu_samples(
-                con,
-                "SELECT cluster, ts, node, gpu, uuid, metric, value FROM __old_gpu_samples",
-            )
+            insert_gpu_samples(con, load_sql("store/migrate_old_gpu_samples"))
             con.execute("DROP TABLE __old_gpu_samples")
         # A new data version, so the next compute rebuilds every derived table per cluster.
         execute(

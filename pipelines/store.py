@@ -384,10 +384,8 @@ def _repeats(
         ).fetchall()
         if conflict:
             first, second = conflict[0][0]
-            differ = con.execute(
-                "SELECT * EXCLUDE (first_row, copies) FROM __records WHERE first_row IN (?, ?) "
-                "ORDER BY first_row",
-                [first, second],
+            differ = execute(
+                con, "store/conflicting_records", {"first": first, "second": second}
             ).fetchall()
             column_names = [c.name for c in columns]
             changed = [
