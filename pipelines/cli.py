@@ -48,8 +48,10 @@ app.add_typer(ingest_app, name="ingest")
 PARTIAL_EXIT_CODE = 3
 """`ingest prometheus`: the store answered some chunks only in part (loaded as incomplete, or left for the next run)."""
 
-console = Console(stderr=True)
-out = Console()
+# Never wrapped: without a terminal rich wraps at 80 columns, which splits a message or a path in
+# a scheduled run's log and in anything reading the output line by line.
+console = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 
 _database: Path | None = None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import global_options_first
+from pipelines.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,10 +33,14 @@ def test_global_options_are_moved_before_the_command(argv, expected):
     assert global_options_first(argv) == expected
 
 
-def _gpufleet(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")} | {
-        "PYTHONPATH": str(ROOT)
-    }
+def _gpufleet(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = (
+        {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")}
+        | {"PYTHONPATH": str(ROOT)}
+        | (env or {})
+    )
     return subprocess.run(
         [sys.executable, "-m", "pipelines", *args],
         cwd=cwd,
@@ -64,3 +69,19 @@ def test_version_and_help() -> None:
     assert version.stdout.strip().startswith("gpufleet 0.")
     help_text = " ".join(_gpufleet(ROOT, "--help").stdout.split())
     assert "GPUFLEET_CONFIG" in help_text and "GPUFLEET_DB" in help_text
+
+
+def test_output_lines_are_never_wrapped_however_narrow_the_terminal(tmp_path: Path) -> None:
+    """A scheduled run has no terminal: rich would wrap at 80 columns (COLUMNS here), splitting a
+    message or a path across lines of the log."""
+    narrow = {"COLUMNS": "30"}
+    long_name = "a-database-with-a-rather-long-name-to-wrap.duckdb"
+    open_store(tmp_path / long_name).close()
+    migrated = _gpufleet(tmp_path, "migrate", "--db", long_name, env=narrow)
+    assert migrated.returncode == 0, migrated.stderr
+    assert migrated.stdout.splitlines() == [
+        "Nothing to upgrade: the database has the current landing schema."
+    ]
+    missing = _gpufleet(tmp_path, "report", "--week", "2026-W48", "--db", "x" * 60, env=narrow)
+    assert missing.returncode == 2
+    assert any("x" * 60 in line for line in missing.stderr.splitlines()), missing.stderr
