@@ -327,7 +327,7 @@ def _rewrite_compactly(copy: Path) -> None:
     fresh = copy.with_name(f"compact-{copy.name}")
     con = duckdb.connect(str(fresh))
     try:
-        con.execute("SET enable_progress_bar = false")  # as in open_store: stdout is the output
+        no_progress_bar_on_stdout(con)
         con.execute("ATTACH ? AS upgraded (READ_ONLY)", [str(copy)])
         (name,) = execute(con, "compute/current_database").fetchall()[0]
         con.execute(f"COPY FROM DATABASE upgraded TO {quote_ident(name)}")
@@ -400,6 +400,20 @@ def refuse_truncated(
         raise corrupt_error(path)
 
 
+def no_progress_bar_on_stdout(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep DuckDB's progress bar off stdout.
+
+    DuckDB prints it, terminal or not, once a query runs 2 s in a process it takes for an
+    interactive one (`python -c`, a REPL): it would land in a report or export written to stdout,
+    or in a scheduled run's log. In Jupyter the bar is a widget, not printed, and DuckDB refuses
+    any change to its settings there without ipywidgets: nothing to turn off.
+    """
+    try:
+        con.execute("SET enable_progress_bar_print = false")
+    except duckdb.InvalidInputException:
+        pass
+
+
 def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the newest published version of `db`.
 
@@ -412,7 +426,7 @@ def open_snapshot(db: str | Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET enable_progress_bar = false")  # as in open_store: stdout is the output
+        no_progress_bar_on_stdout(con)
         con.execute("ATTACH $path AS fleet (READ_ONLY)", {"path": str(db)})
         con.execute("USE fleet")
         refuse_truncated(con, db, "fleet")

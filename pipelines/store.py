@@ -51,6 +51,7 @@ def connect(
         explain,
         first_line,
         foreign_writer_error,
+        no_progress_bar_on_stdout,
         refuse_truncated,
     )
 
@@ -80,10 +81,7 @@ def connect(
             ) from None
     refuse_truncated(con, path)
     con.execute("SET TimeZone = 'UTC'")
-    # DuckDB draws a progress bar on stdout, terminal or not, once a query runs 2 s in a process it
-    # takes for an interactive one (`python -c`, a REPL): it would land in a report or export
-    # written to stdout, or in a scheduled run's log.
-    con.execute("SET enable_progress_bar = false")
+    no_progress_bar_on_stdout(con)
     if not read_only and os.environ.get("GPUFLEET_MEMORY_LIMIT"):
         # Caps DuckDB's buffer memory (e.g. `6GB`) so big computes spill to disk instead.
         limit = os.environ["GPUFLEET_MEMORY_LIMIT"]
