@@ -20,7 +20,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES, STORAGE_TABLES
 from pipelines.errors import DatabaseMissingError
-from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
+from pipelines.sql import execute, execute_script, quote_ident, quote_literal
 from pipelines.store import data_version, ensure_schema
 
 PythonStep = Callable[[duckdb.DuckDBPyConnection, Settings], None]
@@ -481,8 +481,7 @@ def compute(
             execute(con, "compute/pass_cluster", {"cluster": cluster})
             # Refilled every run; recreated so each pass starts from the fixed shape (no `cluster`).
             con.execute("DROP TABLE IF EXISTS anomalies")
-            for statement in statements(load_sql("schema/derived")):
-                con.execute(statement)
+            execute_script(con, "schema/derived")
             # No try/finally around the pass: after a failed statement the transaction is
             # aborted, a cleanup statement would fail too and hide the real error, and the
             # rollback below takes the temp views with it.

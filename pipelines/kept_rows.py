@@ -15,7 +15,7 @@ import hashlib
 import duckdb
 
 from pipelines.config import Settings
-from pipelines.sql import bind, execute, load_sql, statements
+from pipelines.sql import execute, execute_script, load_sql
 from pipelines.times import FAR_FUTURE, FAR_PAST
 
 
@@ -50,7 +50,5 @@ def update_kept_rows(
         ]
         changed_from = min((t for t in since if t is not None), default=FAR_FUTURE)
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
-    for statement in statements(load_sql(f"derived/{table}")):
-        con.execute(statement, bind(statement, params))
-    for statement in statements(load_sql("derived/kept_rows_basis_write")):
-        con.execute(statement, bind(statement, {"table_name": table, "basis": basis}))
+    execute_script(con, f"derived/{table}", params)
+    execute_script(con, "derived/kept_rows_basis_write", {"table_name": table, "basis": basis})

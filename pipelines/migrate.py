@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 
 from pipelines.contract import LANDING_TABLES, NODE_KEYED_TABLES
-from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
+from pipelines.sql import execute, execute_script, load_sql, quote_ident, quote_literal
 from pipelines.store import insert_gpu_samples
 
 UNKNOWN_CLUSTER = "unknown"
@@ -64,8 +64,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
                 f"ALTER TABLE {quote_ident(table)} RENAME TO {quote_ident('__old_' + table)}"
             )
         # Recreate the renamed tables with the current shape (the others exist and are skipped).
-        for statement in statements(load_sql("schema/landing")):
-            con.execute(statement)
+        execute_script(con, "schema/landing")
         if "job_attempts" in todo:
             execute(con, "store/migrate_job_cluster_from_attempts")
         else:

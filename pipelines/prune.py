@@ -20,7 +20,7 @@ import duckdb
 
 from pipelines.config import Settings
 from pipelines.errors import ConfigError, GpufleetError
-from pipelines.sql import bind, execute, load_sql, statements
+from pipelines.sql import execute, execute_script
 
 _KEEP = re.compile(r"^(\d+)([dhw])$")
 _UNIT_S = {"h": 3600, "d": 86400, "w": 604800}
@@ -70,8 +70,7 @@ def prune_raw(con: duckdb.DuckDBPyConnection, settings: Settings, keep: timedelt
     con.execute("BEGIN TRANSACTION")
     try:
         params = {"pruned_before": cut, "keep_raw_s": int(keep.total_seconds())}
-        for statement in statements(load_sql("store/prune_raw")):
-            con.execute(statement, bind(statement, params))
+        execute_script(con, "store/prune_raw", params)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -32,7 +32,7 @@ from scipy import stats
 
 from pipelines.config import Settings
 from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
-from pipelines.sql import bind, execute, load_sql, queries_dir, statements
+from pipelines.sql import bind, execute, execute_script, load_sql, queries_dir
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -319,5 +319,4 @@ def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
         )
     con.unregister("rank_slowdown_rows")
     con.unregister("rank_episode_rows")
-    for statement in statements(load_sql("compute/rank_inputs_note")):
-        con.execute(statement, bind(statement, {"basis": job_basis}))
+    execute_script(con, "compute/rank_inputs_note", {"basis": job_basis})

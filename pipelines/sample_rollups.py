@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from pipelines.errors import PrunedDataError
-from pipelines.sql import bind, execute, load_sql, statements
+from pipelines.sql import execute, execute_script, load_sql, statements
 
 ROLLUP = "gpu_samples_15m"
 SCRAPES = "gpu_scrapes"
@@ -58,13 +58,11 @@ def _update(con: duckdb.DuckDBPyConnection, table: str, *, rebuild: bool) -> Non
     if from_ts is not None:
         clusters = [r[0] for r in execute(con, "compute/series_clusters").fetchall()]
         for cluster in clusters:
-            for statement in statements(load_sql(f"derived/{table}")):
-                con.execute(statement, bind(statement, {"cluster": cluster, "from_ts": from_ts}))
+            execute_script(con, f"derived/{table}", {"cluster": cluster, "from_ts": from_ts})
     if rebuild:
         # The table's shape, even on a store without samples (its readers need it).
         con.execute(statements(load_sql(f"derived/{table}"))[0])
-        for statement in statements(load_sql("compute/kept_table_note")):
-            con.execute(statement, bind(statement, {"name": table}))
+        execute_script(con, "compute/kept_table_note", {"name": table})
 
 
 def update_gpu_scrapes(con: duckdb.DuckDBPyConnection, *, rebuild: bool = False) -> None:

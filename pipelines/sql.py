@@ -112,3 +112,11 @@ def statements(script: str) -> list[str]:
     """Split a DDL script on `;` at line ends (schema files hold no `;` in strings)."""
     body = _COMMENT.sub("", script)
     return [s.strip() for s in re.split(r";\s*\n", body + "\n") if s.strip()]
+
+
+def execute_script(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
+) -> None:
+    """Run each statement of `queries/<name>.sql` in order, each with the parameters it uses."""
+    for statement in statements(load_sql(name)):
+        con.execute(statement, bind(statement, params) or None)

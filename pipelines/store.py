@@ -31,7 +31,7 @@ from pipelines.contract import (
     UPSERT_TABLES,
 )
 from pipelines.errors import DatabaseMissingError, GpufleetError, InputError
-from pipelines.sql import execute, load_sql, quote_ident, quote_literal, statements
+from pipelines.sql import execute, execute_script, quote_ident, quote_literal
 
 ROW_COLUMN = "__row"
 """Column a source relation carries with the 1-based line/row number of each record."""
@@ -102,8 +102,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> list[str]:
     Returns the landing tables upgraded (none for a current database)."""
     from pipelines.migrate import migrate_landing
 
-    for statement in statements(load_sql("schema/landing")):
-        con.execute(statement)
+    execute_script(con, "schema/landing")
     return migrate_landing(con)
 
 

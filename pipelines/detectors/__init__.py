@@ -20,7 +20,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
-from pipelines.sql import bind, execute, load_sql, queries_dir, statements
+from pipelines.sql import bind, execute, execute_script, load_sql, queries_dir
 from pipelines.times import FAR_PAST
 
 SQL_DETECTORS: tuple[str, ...] = (
@@ -211,8 +211,7 @@ def _insert_kept(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, An
         "WHERE end_ts IS NULL OR end_ts >= $settle_before::TIMESTAMPTZ",
         bind(sql, run_params) | {"settle_before": cut["settle_before"]},
     )
-    for statement in statements(load_sql("detect/kept_store")):
-        con.execute(statement, bind(statement, cut))
+    execute_script(con, "detect/kept_store", cut)
     con.execute("DROP TABLE detect_cut")
     _unprepare(con, name)
 
@@ -222,8 +221,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) 
         return
     carry_from = params["scan_from"]
     carry_from = carry_from - CARRY_LOOK_BACK if carry_from > FAR_PAST else FAR_PAST
-    for statement in statements(load_sql(f"detect/{KEPT_PREPARE[name]}")):
-        con.execute(statement, bind(statement, params | {"carry_from": carry_from}))
+    execute_script(con, f"detect/{KEPT_PREPARE[name]}", params | {"carry_from": carry_from})
 
 
 def _unprepare(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -233,8 +231,7 @@ def _unprepare(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 def forget_kept_candidates(con: duckdb.DuckDBPyConnection) -> None:
     """`compute --force`: every kept detector finds its episodes from all history again."""
-    for statement in statements(load_sql("compute/detect_forget_kept")):
-        con.execute(statement)
+    execute_script(con, "compute/detect_forget_kept")
 
 
 def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:

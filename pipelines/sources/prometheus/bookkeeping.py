@@ -13,7 +13,7 @@ import duckdb
 
 from pipelines.sources.prometheus.plan import from_ms
 from pipelines.sources.prometheus.report import IngestReport
-from pipelines.sql import bind, execute, load_sql, statements
+from pipelines.sql import execute, execute_script
 
 
 def read_incomplete(
@@ -90,8 +90,7 @@ class Bookkeeping:
                     "said": report.partial[0].warning,
                 },
             )
-        watermark_set = statements(load_sql("ingest/watermark_set"))
         for key, mark in self.new_marks.items():
-            for statement in watermark_set:
-                params = {"source": source, "key": key, "mark": mark}
-                con.execute(statement, bind(statement, params))
+            execute_script(
+                con, "ingest/watermark_set", {"source": source, "key": key, "mark": mark}
+            )

@@ -23,7 +23,7 @@ from pipelines.sources.prometheus.parse import first_int_label, first_label
 from pipelines.sources.prometheus.plan import from_ms
 from pipelines.sources.prometheus.report import IngestReport, PartialChunk
 from pipelines.sources.prometheus.settings import PrometheusSettings
-from pipelines.sql import bind, load_sql, statements
+from pipelines.sql import execute_script
 
 GpusByNode = dict[str, dict[int, tuple[str | None, str | None, str | None]]]
 """node → GPU index → (UUID, PCI bus id, model)."""
@@ -82,8 +82,7 @@ def write_devices(con: duckdb.DuckDBPyConnection, devices: pl.DataFrame, seen: d
     """Replace the `gpu_devices` rows of the GPUs in `devices`, last seen at `seen`."""
     con.register("__devices", devices)
     try:
-        for statement in statements(load_sql("ingest/gpu_devices_replace")):
-            con.execute(statement, bind(statement, {"seen": seen}))
+        execute_script(con, "ingest/gpu_devices_replace", {"seen": seen})
     finally:
         con.unregister("__devices")
 
