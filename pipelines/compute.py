@@ -84,6 +84,12 @@ def kept_rows(
     return run
 
 
+def summarise_steps(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.step_summaries import update_step_summaries
+
+    update_step_summaries(con, settings)
+
+
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
     goes: its last reader."""
@@ -109,6 +115,9 @@ def _steps() -> list[Step]:
         ),  # which scheduler runs each cluster: the remediation plan's commands
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
+        # Kept between computes, per cluster (pipelines/step_summaries.py): one row per logged
+        # step, what goodput_steps reads of the step's ranks.
+        Step("rank_step_summaries", run=summarise_steps, table=False),
         Step("goodput_steps"),
         Step(
             "job_stalls"
@@ -117,7 +126,7 @@ def _steps() -> list[Step]:
         Step("job_goodput"),
         Step("rank_slowdown", run=build_rank_slowdown),
         # The pass's cluster's rows of the kept per-scrape table gpu_scrapes (updated before the
-        # passes, below), as the temporary table `detect_gpu_scrapes` the detectors and
+        # passes, below), as the temporary view `detect_gpu_scrapes` the detectors and
         # gpu_activity_windows share.
         Step("detect_gpu_scrapes", run=create_shared_scrapes, table=False),
         # Kept between computes, per cluster: each GPU's silences between scrapes and each node
@@ -178,7 +187,10 @@ def _steps() -> list[Step]:
         Step("checkpoint_advice"),
         Step("node_cost"),
         Step("gpu_samples_15m", kept=True),  # the dashboard's chart rollup; reads only gpu_samples
-        # GPU index -> UUID per node, for the node page: reads gpu_samples and the rows of pruned ones.
+        # GPU index -> UUID per node, for the node page: summed from gpu_inventory_days, kept between
+        # computes per cluster and UTC day (pipelines/kept_rows.py), which reads gpu_samples and the
+        # rows of pruned ones.
+        Step("gpu_inventory_days", run=kept_rows("gpu_inventory_days", ()), table=False),
         Step("gpu_inventory"),
         # Reads every metric table above: keep it last.
         Step("weekly_summary"),
@@ -215,6 +227,9 @@ BOOKKEEPING_TABLES = frozenset(
         "kept_candidates",
         "kept_candidates_basis",
         "kept_rows_basis",
+        "rank_steps_loaded",
+        "rank_step_summaries",
+        "gpu_inventory_days",
         "node_state_inputs",
         "raw_retention",
         "gpu_inventory_pruned",
@@ -507,6 +522,7 @@ def compute(
         drop_previous(con)
         drop_previous_assignments(con)
         execute(con, "derived/kept_conditions_done")
+        execute(con, "compute/rank_steps_loaded_clear")
         if len(clusters) > 1:
             _publish_collected(con)
             t0 = time.perf_counter()

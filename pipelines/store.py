@@ -527,6 +527,12 @@ def _merge(
         stored = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0] - before
     if item.table == "node_conditions" and stored:
         execute(con, "store/node_conditions_loaded_add", {"from_ts": checked.min_ts})
+    if item.table == "rank_steps" and stored:
+        # The jobs whose step summaries the next compute builds again (pipelines/step_summaries.py);
+        # every job of the batch, a superset of those with new rows.
+        con.execute(f"CREATE OR REPLACE TEMP VIEW __rank_steps_in AS SELECT * FROM {typed}")
+        execute(con, "store/rank_steps_loaded_add")
+        con.execute("DROP VIEW temp.main.__rank_steps_in")
     if item.table == "gpu_instance_samples" and stored:
         # MIG samples change gpu_activity_windows from their time on, as GPU samples do.
         from pipelines.sample_rollups import record_loaded_samples

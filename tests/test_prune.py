@@ -252,12 +252,12 @@ def test_a_retention_is_a_whole_number_of_hours_days_or_weeks(text):
 
 def test_the_kept_raw_series_are_every_counter_the_detectors_read():
     """prune_raw.sql keeps the series queries/detect/counters.sql reads, and sets aside the
-    inventory of the fields queries/derived/gpu_inventory.sql reads."""
+    inventory of the fields queries/derived/gpu_inventory_days.sql reads."""
     prune = load_sql("store/prune_raw")
     kept = set(re.findall(r"'(DCGM_FI_\w+)'", prune.split("-- gpu_inventory's rows")[0]))
     read_by_detectors = set(re.findall(r"'(DCGM_FI_\w+)'", load_sql("detect/counters")))
     assert read_by_detectors and kept == read_by_detectors
-    inventory_fields = set(re.findall(r"'(DCGM_FI_\w+)'", load_sql("derived/gpu_inventory")))
+    inventory_fields = set(re.findall(r"'(DCGM_FI_\w+)'", load_sql("derived/gpu_inventory_days")))
     set_aside = set(re.findall(r"'(DCGM_FI_\w+)'", prune.split("-- gpu_inventory's rows")[1]))
     assert inventory_fields and set_aside == inventory_fields
     # No other detector or derived table reads the raw samples (the kept tables read them from
@@ -275,7 +275,7 @@ def test_the_kept_raw_series_are_every_counter_the_detectors_read():
         "derived/gpu_scrapes.sql",
         "derived/gpu_samples_15m.sql",
         "derived/kept_samples_from.sql",
-        "derived/gpu_inventory.sql",
+        "derived/gpu_inventory_days.sql",
         "store/gpu_samples_add.sql",
         "store/prune_raw.sql",
         "schema/landing.sql",  # the storage itself and the gpu_samples view over it

@@ -20,7 +20,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.errors import GpufleetError
-from pipelines.sql import bind, execute, execute_script, load_sql, queries_dir
+from pipelines.sql import bind, execute, execute_script, load_sql, param_names, queries_dir
 from pipelines.times import FAR_PAST
 
 SQL_DETECTORS: tuple[str, ...] = (
@@ -55,9 +55,11 @@ KEPT_FILES: tuple[str, ...] = ("kept_cut", "kept_store", *KEPT_PREPARE.values())
 
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
-"""`queries/detect/<name>.sql` results kept as temporary tables `detect_<name>` while the
-detectors run: one pass over gpu_samples that several detectors read. `gpufleet compute` makes
-them before the detectors (`create_shared_tables`) and keeps them for gpu_activity_windows."""
+"""`queries/detect/<name>.sql` as temporary views `detect_<name>` while the detectors run: the
+pass's cluster's rows of a kept table several detectors read. A view, not a copy: each reader
+filters by time, and the kept table's rows lie in time order, so an update reads the recent
+ones. `gpufleet compute` makes them before the detectors (`create_shared_tables`) and keeps them
+for gpu_activity_windows."""
 
 CANDIDATE_SCHEMA: dict[str, str] = {
     "entity_type": "VARCHAR",
@@ -242,27 +244,23 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> 
     con.execute(f"INSERT INTO anomaly_candidates SELECT {casts} FROM frame")
 
 
-def _create_shared(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any]) -> None:
+def _create_shared(con: duckdb.DuckDBPyConnection, name: str) -> None:
     sql = load_sql(f"detect/{name}").strip().rstrip(";")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE detect_{name} AS {sql}", bind(sql, params))
+    if param_names(sql):
+        raise ValueError(f"queries/detect/{name}.sql is a view: it cannot take parameters")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW detect_{name} AS {sql}")
 
 
 def create_shared_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """The shared temporary tables (`detect_<name>` of SHARED_TABLES), for the detectors and later
-    readers; `drop_shared_tables` frees them after the last one."""
-    params = detection_params(con, settings)
-    # They need no order (every reader states its own): without it DuckDB parallelises the
-    # large aggregations and materialisations freely.
-    insertion_order = _insertion_order(con)
-    _set_insertion_order(con, False)
+    """The shared temporary views (`detect_<name>` of SHARED_TABLES), for the detectors and later
+    readers; `drop_shared_tables` drops them after the last one."""
     for name in SHARED_TABLES:
-        _create_shared(con, name, params)
-    _set_insertion_order(con, insertion_order)
+        _create_shared(con, name)
 
 
 def drop_shared_tables(con: duckdb.DuckDBPyConnection) -> None:
     for name in SHARED_TABLES:
-        con.execute(f"DROP TABLE IF EXISTS detect_{name}")
+        con.execute(f"DROP VIEW IF EXISTS detect_{name}")
 
 
 def _table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -278,25 +276,25 @@ def _set_insertion_order(con: duckdb.DuckDBPyConnection, on: bool) -> None:
 
 
 def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -> None:
-    """The shared tables, then every SQL detector's candidates into `anomaly_candidates`."""
-    # The shared tables and candidates need no order (every window states its own): without it
-    # DuckDB parallelises the large aggregations and materialisations freely.
+    """The shared views, then every SQL detector's candidates into `anomaly_candidates`."""
+    # The candidates need no order (every window states its own): without it DuckDB
+    # parallelises the large aggregations and materialisations freely.
     # No try/finally: after a failed statement the transaction is aborted and any cleanup would
-    # fail too, hiding the real error; the caller rolls back and the temporary tables go with it.
-    # Shared tables made before this step (by `gpufleet compute`, which keeps them for later
+    # fail too, hiding the real error; the caller rolls back and the temporary views go with it.
+    # Shared views made before this step (by `gpufleet compute`, which keeps them for later
     # readers) stay; those made here are dropped here.
     made_here = [name for name in SHARED_TABLES if not _table_exists(con, f"detect_{name}")]
     insertion_order = _insertion_order(con)
     _set_insertion_order(con, False)
     for name in made_here:
-        _create_shared(con, name, params)
+        _create_shared(con, name)
     for name in SQL_DETECTORS:
         if name in KEPT_DETECTORS:
             _insert_kept(con, name, params)
         else:
             _insert_sql(con, name, params)
     for name in made_here:
-        con.execute(f"DROP TABLE detect_{name}")
+        con.execute(f"DROP VIEW detect_{name}")
     _set_insertion_order(con, insertion_order)
 
 

@@ -15,26 +15,14 @@
 --   drag_s    straggler drag of the step: slowest rank minus median rank, on compute_s when every
 --             rank logged it, else step_s. Seconds, rounded to the microsecond.
 --   slowest_rank   the rank that set the step's slowest time (lowest rank number on ties).
--- Cost: per_step is MATERIALIZED: one hash aggregate over rank_steps. Left to the optimizer, the
--- statement's plan at 30 M rank rows spilled tens of GB and ran >10 min instead of ~10 s.
+-- The per-rank inputs of a step come from rank_step_summaries (one row per step, summarised from
+-- rank_steps once per loaded job), so a compute reads no rank rows here.
 CREATE OR REPLACE TABLE goodput_steps AS
-WITH per_step AS MATERIALIZED (
-    SELECT
-        job_id,
-        attempt,
-        step,
-        max(epoch_us(end_ts)) AS end_us,
-        CAST(round(max(step_s) * 1e6) AS BIGINT) AS longest_step_us,
-        count(*) AS ranks,
-        count(compute_s) = count(*) AS uses_compute,
-        max(CASE WHEN compute_s IS NOT NULL THEN compute_s END) AS max_compute_s,
-        median(compute_s) AS median_compute_s,
-        max(step_s) AS max_step_s,
-        median(step_s) AS median_step_s,
-        arg_min(rank, struct_pack(t := -compute_s, r := rank)) AS slowest_compute_rank,
-        arg_min(rank, struct_pack(t := -step_s, r := rank)) AS slowest_step_rank
-    FROM rank_steps
-    GROUP BY job_id, attempt, step
+WITH per_step AS (
+    -- The steps' rank summaries, kept between computes (queries/derived/rank_step_summaries.sql).
+    SELECT * EXCLUDE (cluster)
+    FROM rank_step_summaries
+    WHERE cluster = getvariable('pass_cluster')
 ),
 placed AS (
     SELECT

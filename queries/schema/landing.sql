@@ -174,6 +174,35 @@ CREATE TABLE IF NOT EXISTS node_conditions_loaded (
     from_ts TIMESTAMPTZ NOT NULL
 );
 
+-- Jobs whose rank steps were loaded since the last `gpufleet compute`, one row per job and load
+-- that stored any. The compute summarises those jobs' steps again (rank_step_summaries) and
+-- empties this table, in its transaction (pipelines/step_summaries.py).
+CREATE TABLE IF NOT EXISTS rank_steps_loaded (
+    cluster VARCHAR NOT NULL,
+    job_id  VARCHAR NOT NULL
+);
+
+-- One row per logged training step (cluster, job, attempt, step): what goodput_steps reads of the
+-- step's ranks, kept between computes so an update summarises only the jobs whose rank steps were
+-- loaded since (queries/derived/rank_step_summaries.sql). `compute --force`, other code or a
+-- cluster without its kept_rows_basis row summarise every job again.
+CREATE TABLE IF NOT EXISTS rank_step_summaries (
+    cluster              VARCHAR NOT NULL,
+    job_id               VARCHAR NOT NULL,
+    attempt              INTEGER NOT NULL,
+    step                 BIGINT NOT NULL,
+    end_us               BIGINT,
+    longest_step_us      BIGINT,
+    ranks                BIGINT,
+    uses_compute         BOOLEAN,
+    max_compute_s        DOUBLE,
+    median_compute_s     DOUBLE,
+    max_step_s           DOUBLE,
+    median_step_s        DOUBLE,
+    slowest_compute_rank INTEGER,
+    slowest_step_rank    INTEGER
+);
+
 -- Derived tables kept between computes and brought up to date from the loads since (rather
 -- than rebuilt), each with the time it was last rebuilt in full. A kept table without its row
 -- here (an older database) is rebuilt in full by the next compute.
@@ -258,8 +287,9 @@ CREATE TABLE IF NOT EXISTS raw_retention (
 );
 
 -- gpu_inventory's rows for the samples a prune dropped (one per cluster, node, GPU index and UUID:
--- first and last sample, sample count), which queries/derived/gpu_inventory.sql adds to the rows
--- of the samples still stored: the inventory outlives the raw samples it was read from.
+-- first and last sample, sample count), which queries/derived/gpu_inventory_days.sql adds to the
+-- rows of the samples still stored when it sums every day again: the inventory outlives the raw
+-- samples it was read from.
 CREATE TABLE IF NOT EXISTS gpu_inventory_pruned (
     cluster  VARCHAR NOT NULL,
     node     VARCHAR NOT NULL,

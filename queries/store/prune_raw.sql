@@ -24,7 +24,7 @@ WHERE metric NOT IN (
     'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL'
 );
 
--- gpu_inventory's rows of the samples about to go (its fields, as queries/derived/gpu_inventory.sql
+-- gpu_inventory's rows of the samples about to go (its fields, as queries/derived/gpu_inventory_days.sql
 -- reads them), merged with those of earlier prunes: the two cover disjoint times, so first, last
 -- and count combine exactly.
 CREATE OR REPLACE TEMP TABLE __inventory_pruned AS
