@@ -152,7 +152,15 @@ def _steps() -> list[Step]:
         Step("mig_profiles"),
         Step("gpu_job_assignments"),
         Step("gpu_activity_windows", run=build_activity_windows, kept_per_pass=True),
-        Step("gpu_utilisation_daily"),
+        Step(
+            "gpu_utilisation_daily",  # kept per UTC day: the days whose windows changed are summed again
+            run=kept_rows(
+                "gpu_utilisation_daily",
+                ("util_idle_activity",),
+                changed_from_queries=("derived/activity_windows_changed_from",),
+            ),
+            kept_per_pass=True,
+        ),
         Step("job_utilisation"),
         Step("team_utilisation_weekly"),
         Step("mig_packing"),

@@ -212,6 +212,15 @@ SELECT
 FROM assigned s
 WHERE s.window_s > 0;
 
+-- Where the pass's rows changed, for the tables summed from them by day
+-- (queries/derived/activity_windows_changed_from.sql): from the earliest row deleted or added
+-- (NULL: none was); every row when they were all built again.
+CREATE OR REPLACE TEMP TABLE activity_windows_changed AS
+SELECT CASE WHEN $incremental
+            THEN least((SELECT min(rows_from) FROM activity_scope),
+                       (SELECT min(start_ts) FROM activity_rejoin))
+            ELSE $changed_from::TIMESTAMPTZ END AS from_ts;
+
 DROP VIEW activity_source;
 DROP TABLE activity_read;
 DROP TABLE activity_scope;

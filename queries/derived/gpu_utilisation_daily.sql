@@ -12,7 +12,37 @@
 --                       scrape interval each)
 --   peak_memory_gib / mean_memory_gib   max and mean of DCGM_FI_DEV_FB_USED, GiB (MiB / 1024)
 --   jobs                distinct jobs that held it that day
-CREATE OR REPLACE TABLE gpu_utilisation_daily AS
+--
+-- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table: a day's row
+-- depends on the windows that start that day alone, so with $incremental the days from
+-- $changed_from's on (the earliest window of the pass that gpu_activity_windows deleted or added,
+-- queries/derived/activity_windows_changed_from.sql) are summed again and every earlier day
+-- stands. Without it (other settings or code, `compute --force`) every day of the cluster is.
+-- Params: $incremental, $changed_from, $util_idle_activity.
+CREATE TABLE IF NOT EXISTS gpu_utilisation_daily (
+    cluster          VARCHAR,
+    node             VARCHAR,
+    gpu              SMALLINT,
+    gpu_i_id         SMALLINT,
+    gpu_i_profile    VARCHAR,
+    day              DATE,
+    sampled_h        DOUBLE,
+    allocated_h      DOUBLE,
+    busy_h           DOUBLE,
+    allocated_busy_h DOUBLE,
+    idle_allocated_h DOUBLE,
+    mean_activity    DOUBLE,
+    p95_activity     DOUBLE,
+    peak_memory_gib  DOUBLE,
+    mean_memory_gib  DOUBLE,
+    jobs             BIGINT
+);
+
+DELETE FROM gpu_utilisation_daily
+WHERE cluster = getvariable('pass_cluster')
+  AND (NOT $incremental OR day >= CAST($changed_from::TIMESTAMPTZ AT TIME ZONE 'UTC' AS DATE));
+
+INSERT INTO gpu_utilisation_daily
 SELECT
     cluster,
     node,
@@ -33,5 +63,8 @@ SELECT
     avg(fb_used_mib) / 1024.0 AS mean_memory_gib,
     count(DISTINCT job_id) AS jobs
 FROM gpu_activity_windows
+WHERE cluster = getvariable('pass_cluster')
+  -- from the UTC midnight at or before $changed_from
+  AND start_ts >= make_timestamptz(epoch_us($changed_from::TIMESTAMPTZ) // 86400000000 * 86400000000)
 GROUP BY cluster, node, gpu, gpu_i_id, day
-ORDER BY cluster, node, gpu, gpu_i_id NULLS FIRST, day
+ORDER BY cluster, node, gpu, gpu_i_id NULLS FIRST, day;

@@ -1,0 +1,5 @@
+-- Where the pass's rows of gpu_activity_windows changed in this compute (the temporary table its
+-- statements leave, queries/derived/gpu_activity_windows.sql): the start of the earliest row
+-- deleted or added, NULL when none was. Tables kept by UTC day of the windows sum again the days
+-- from there on.
+SELECT from_ts FROM activity_windows_changed
