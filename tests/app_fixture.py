@@ -23,6 +23,7 @@ import polars as pl
 
 from pipelines.config import Settings
 from pipelines.contract import STORAGE_TABLES
+from pipelines.kept_rows import update_kept_rows
 from pipelines.sample_rollups import update_gpu_samples_15m
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import open_store
@@ -1036,6 +1037,10 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM __frame")
         con.unregister("__frame")
     update_gpu_samples_15m(con)
+    # The inventory as one pass over every cluster (node names are unique across the fixture's
+    # clusters); name_clusters gives its rows their cluster.
+    execute(con, "compute/pass_cluster", {"cluster": "fixture"})
+    update_kept_rows(con, Settings(), "gpu_inventory_days", ())
     execute(con, "derived/gpu_inventory")
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's

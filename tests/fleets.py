@@ -346,6 +346,7 @@ GOODPUT_TABLES = (
     "attempt_clusters",
     "goodput_attempts",
     "goodput_checkpoints",
+    "rank_step_summaries",  # what goodput_steps reads of the ranks (not a table of its own)
     "goodput_steps",
     "job_stalls",
     "goodput_segments",

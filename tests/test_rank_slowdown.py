@@ -145,19 +145,34 @@ def test_a_compute_recomputes_only_the_jobs_whose_steps_changed(con):
     assert con.execute(
         "SELECT DISTINCT rows FROM rank_episodes WHERE job_id = 'done'"
     ).fetchall() == [(-1,)]  # rank 2's episode, kept
+    # Steps of a job whose scheduler record comes later: no attempt places them yet, so no rows;
+    # the record alone (no new step) then changes the job's inputs.
+    load(con, {"rank_steps": steps("late", 0, first_end=20, step_s=10, count=20, ranks=4)})
+    compute(con, Settings())
+    assert "late" not in marked()
+    load(
+        con,
+        {
+            "jobs": [job("late", start=0, end=400, state="succeeded", gpus=4)],
+            "job_attempts": [attempt("late", 0, start=0, end=400, state="succeeded")],
+        },
+    )
+    compute(con, Settings())
+    assert marked()["late"] == [1.0, 20]
+    assert marked()["done"] == [-1.0, 30]
     # Other settings recompute every job, as does --force.
     stricter = dataclasses.replace(
         Settings(),
         stragglers=dataclasses.replace(Settings().stragglers, median_ratio_threshold=1.5),
     )
     compute(con, stricter)
-    assert marked() == {"done": [1.0, 30], "running": [1.0, 30]}
+    assert marked() == {"done": [1.0, 30], "running": [1.0, 30], "late": [1.0, 20]}
     assert con.execute("SELECT count(*) FROM rank_slowdown WHERE is_straggler").fetchall() == [
         (0,)
     ]  # 1.2 is under the stricter 1.5
     con.execute("UPDATE rank_slowdown SET median_ratio = -1")
     compute(con, stricter, force=True)
-    assert marked() == {"done": [1.0, 30], "running": [1.0, 30]}
+    assert marked() == {"done": [1.0, 30], "running": [1.0, 30], "late": [1.0, 20]}
 
 
 def noisy_job(

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from pipelines.compute import compute
 from pipelines.config import Settings
+from pipelines.kept_rows import update_kept_rows
 from pipelines.sql import execute
 from pipelines.store import ensure_schema
 from testkit.landing_rows import insert_landing
@@ -727,7 +728,9 @@ def test_the_utilisation_tables_agree(windows):
             ],
         )
     params = Settings().sql_params()
-    for step in ("gpu_utilisation_daily", "job_utilisation", "team_utilisation_weekly"):
+    execute(con, "compute/pass_cluster", {"cluster": "c"})
+    update_kept_rows(con, Settings(), "gpu_utilisation_daily", ("util_idle_activity",))
+    for step in ("job_utilisation", "team_utilisation_weekly"):
         execute(con, f"derived/{step}", params)
     assert con.execute(
         "SELECT count(*) FROM gpu_utilisation_daily WHERE busy_h > sampled_h + 1e-9 "

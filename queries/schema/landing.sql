@@ -212,7 +212,7 @@ CREATE TABLE IF NOT EXISTS kept_tables (
 );
 
 -- What the last compute computed each job's rank_slowdown and rank_episodes rows from: a digest
--- of the job's rank steps and step drags, and the settings and code that computed them
+-- of the job's steps (rank count and end of each, from rank_step_summaries) and step drags, and the settings and code that computed them
 -- (queries/derived/rank_slowdown_jobs.sql). A job whose digest and basis are unchanged keeps its
 -- rows; `compute --force` empties this table.
 CREATE TABLE IF NOT EXISTS rank_slowdown_inputs (
