@@ -56,10 +56,11 @@ KEPT_FILES: tuple[str, ...] = ("kept_cut", "kept_store", *KEPT_PREPARE.values())
 
 SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` as temporary views `detect_<name>` while the detectors run: the
-pass's cluster's rows of a kept table several detectors read. A view, not a copy: each reader
-filters by time, and the kept table's rows lie in time order, so an update reads the recent
-ones. `gpufleet compute` makes them before the detectors (`create_shared_tables`) and keeps them
-for gpu_activity_windows."""
+pass's cluster's rows of a kept table several detectors read. A view, not a copy: the readers
+filter what they need (the peer and telemetry-gap detectors and gpu_activity_windows read from
+their cut on, and the kept table's rows lie in time order), so an update does not copy every
+scrape. `gpufleet compute` makes them before the detectors (`create_shared_tables`) and keeps
+them for gpu_activity_windows."""
 
 CANDIDATE_SCHEMA: dict[str, str] = {
     "entity_type": "VARCHAR",
