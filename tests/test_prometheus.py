@@ -806,7 +806,8 @@ def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
     from pipelines.simulate import SimulationConfig, simulate
     from pipelines.store import TableInput, load_batch, open_store
 
-    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3))
+    # A fixed start: the default follows today's date, and the fleet with it.
+    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3, start="2026-11-23"))
     storage = tmp_path / "sim"
     backfill(frames, storage)
     direct = open_store(tmp_path / "direct.duckdb")
