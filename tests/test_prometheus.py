@@ -799,15 +799,17 @@ NOT_CARRIED = {"reason", "message", "source", "evidence", "hardware_signal"}
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_simulated_fleet_round_trips_through_prometheus(tmp_path):
+# 2026-11-30: an XID 48 after which its GPU is silent for 9 minutes (both XID signals scraped).
+@pytest.mark.parametrize("start", ["2026-11-23", "2026-11-30"])
+def test_simulated_fleet_round_trips_through_prometheus(tmp_path, start):
     require(available(), "Prometheus (Debian package `prometheus`)")
     from pipelines.compute import BOOKKEEPING_TABLES, compute
     from pipelines.config import Settings
     from pipelines.simulate import SimulationConfig, simulate
     from pipelines.store import TableInput, load_batch, open_store
 
-    # A fixed start: the default follows today's date, and the fleet with it.
-    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3, start="2026-11-23"))
+    # Fixed starts: the default follows today's date, and the fleet with it.
+    frames = simulate(SimulationConfig.create(nodes=1, days=1, seed=3, start=start))
     storage = tmp_path / "sim"
     backfill(frames, storage)
     direct = open_store(tmp_path / "direct.duckdb")

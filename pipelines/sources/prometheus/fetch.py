@@ -106,16 +106,24 @@ class Fetcher:
         return end_ms, partial
 
     def seed_previous(self, q: Query, start_ms: int) -> tuple[dict[tuple, float], str | None]:
-        """Each XID series' last value before `start_ms`, and what the store said if it
-        answered only in part."""
+        """Each XID series' last value in the lookback before `start_ms`, and what the store
+        said if it answered only in part. The raw samples are asked for (not `last_over_time`)
+        so the gauge's events know when it was last read (`Landing.start_xid_fetch`)."""
         lookback = int(self.s.xid_seed_lookback_s)
-        answer = self.ask(f"last_over_time({q.selector}[{lookback}s])", start_ms - 1)
-        seeded = {}
+        answer = self.ask(f"{q.selector}[{lookback}s]", start_ms - 1)
+        seeded: dict[tuple, tuple[int, float]] = {}
         for series in answer.result:
             key = self.landing.xid_key(series["metric"])
-            if key is not None:
-                seeded[key] = float(series["value"][1])
-        return seeded, (answer.partial[0] if answer.partial else None)
+            if key is None or not series.get("values"):
+                continue
+            t, v = series["values"][-1]
+            last = (round(float(t) * 1000), float(v))
+            if key not in seeded or last[0] >= seeded[key][0]:
+                seeded[key] = last
+        self.landing.start_xid_fetch(start_ms, {k: t for k, (t, _) in seeded.items()})
+        return {k: v for k, (_, v) in seeded.items()}, (
+            answer.partial[0] if answer.partial else None
+        )
 
     def warnings(self) -> list[str]:
         """What the store noted, and the non-finite samples skipped, as sentences."""

@@ -66,7 +66,7 @@ def ingest_prometheus(
     marks = {} if full else read_watermarks(con, source)
     incomplete = read_incomplete(con, source)
     report = IngestReport()
-    stage = Stage(con)
+    stage = Stage(con, cluster)
     landing = Landing(con, settings, stage)
     fetcher = Fetcher(
         client,

@@ -25,6 +25,16 @@ class Landing:
     ) -> None:
         self.con, self.s, self.stage = con, settings, stage
         self.unnamed_series = 0
+        # Each last-XID gauge series' latest sample time (ms) in the current fetch, and before
+        # its first one the earliest time the seed looked back to (see `start_xid_fetch`).
+        self.xid_gauge_seen_ms: dict[tuple, int] = {}
+        self.xid_gauge_since_ms = 0
+
+    def start_xid_fetch(self, start_ms: int, seen_ms: dict[tuple, int]) -> None:
+        """An XID query is read from `start_ms` on; `seen_ms`: each series' last sample in the
+        seed's lookback (a series without one: the XID may be as old as the lookback)."""
+        self.xid_gauge_seen_ms = dict(seen_ms)
+        self.xid_gauge_since_ms = start_ms - int(self.s.xid_seed_lookback_s * 1000)
 
     def gpu_identity(
         self, labels: dict[str, str], count: bool = True
@@ -141,23 +151,40 @@ class Landing:
             self.stage.add(table, frame)
 
     def land_xid(self, q: Query, series: list, previous: dict) -> None:
+        """One event per rise of a per-code count, or change of the last-XID gauge to a new
+        non-zero value. A gauge event carries `since`, the gauge's previous sample (ms), or when
+        none was seen in this fetch, where the seed's lookback began: the XID happened in
+        (since, ts]."""
         cols: dict[str, list] = {
             k: []
-            for k in ("cluster", "ts", "node", "gpu", "uuid", "kind", "code", "message", "source")
+            for k in (
+                "cluster",
+                "ts",
+                "node",
+                "gpu",
+                "uuid",
+                "kind",
+                "code",
+                "message",
+                "source",
+                "since",
+            )
         }
+        gauge = q.kind == "xid_last"
         for labels, ts, vs in series:
             key = self.xid_key(labels)
             if key is None:
                 continue
             node, gpu, uuid, xid = key
             prev = previous.get(key)
+            seen = self.xid_gauge_seen_ms.get(key)
             for t, v in zip(ts, vs, strict=True):
-                if q.kind == "xid_count":
-                    event = v > (prev or 0.0) and xid.isdigit()
-                    code = int(xid) if xid.isdigit() else None
-                else:
+                if gauge:
                     event = v != 0 and v != prev and not math.isnan(v)
                     code = None if math.isnan(v) else int(v)
+                else:
+                    event = v > (prev or 0.0) and xid.isdigit()
+                    code = int(xid) if xid.isdigit() else None
                 if event:
                     cols["cluster"].append(labels.get(self.s.cluster_label) or None)
                     cols["ts"].append(t)
@@ -168,9 +195,18 @@ class Landing:
                     cols["code"].append(code)
                     cols["message"].append(labels.get("err_msg") or None)
                     cols["source"].append("dcgm")
+                    cols["since"].append(
+                        (self.xid_gauge_since_ms if seen is None else seen) if gauge else None
+                    )
                 prev = v
+                seen = t
             previous[key] = prev
-        self.stage.add("gpu_events", samples_frame(cols))
+            if gauge and seen is not None:
+                self.xid_gauge_seen_ms[key] = seen
+        frame = samples_frame(cols).with_columns(
+            pl.col("since").cast(pl.Int64).cast(pl.Datetime("ms", "UTC"))
+        )
+        self.stage.add("gpu_events", frame)
 
     def land_conditions(self, series: list) -> None:
         cols: dict[str, list] = {

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from pipelines.contract import NATURAL_KEYS
-from pipelines.sql import quote_ident
+from pipelines.sql import bind, load_sql, quote_ident
 from pipelines.store import ROW_COLUMN, TableInput
 
 _STAGE_COLUMNS = {
@@ -18,7 +18,8 @@ _STAGE_COLUMNS = {
     "gpu_i_profile VARCHAR, job_id VARCHAR, metric VARCHAR, value DOUBLE",
     "node_samples": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, metric VARCHAR, value DOUBLE",
     "node_conditions": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, condition VARCHAR, status VARCHAR, reason VARCHAR, message VARCHAR",
-    "gpu_events": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR",
+    # `since`: set on last-XID gauge events only (see queries/ingest/xid_events_staged.sql).
+    "gpu_events": "cluster VARCHAR, ts TIMESTAMPTZ, node VARCHAR, gpu SMALLINT, uuid VARCHAR, kind VARCHAR, code INTEGER, message VARCHAR, source VARCHAR, since TIMESTAMPTZ",
 }
 
 
@@ -36,8 +37,9 @@ class Stage:
 
     SPILL_ROWS = 2_000_000
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, cluster: str | None = None) -> None:
         self.con = con
+        self.cluster = cluster  # the ingest's `--cluster`
         self.rows: dict[str, int] = defaultdict(int)
         self.buffer: dict[str, list[pl.DataFrame]] = defaultdict(list)
         self.buffered: dict[str, int] = defaultdict(int)
@@ -97,13 +99,25 @@ class Stage:
                     )
                 )
                 continue
-            keys = ", ".join(quote_ident(k) for k in NATURAL_KEYS[table])
             # The same event or condition seen by two queries lands once.
             # Materialised once: the loader scans its input twice (validate, merge).
+            if table == "gpu_events":
+                self.con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW __gpu_events_staged AS FROM {source}"
+                )
+                unique = load_sql("ingest/xid_events_staged")
+                params = bind(unique, {"cluster": self.cluster})
+            else:
+                keys = ", ".join(quote_ident(k) for k in NATURAL_KEYS[table])
+                unique = (
+                    f"SELECT * FROM {source} "
+                    f"QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY {ROW_COLUMN}) = 1"
+                )
+                params = {}
             self.con.execute(
-                f"CREATE OR REPLACE TEMP TABLE __final_{table} AS SELECT * FROM {source} "
-                f"QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY {ROW_COLUMN}) = 1"
+                f"CREATE OR REPLACE TEMP TABLE __final_{table} AS {unique}", params or None
             )
+            self.con.execute("DROP VIEW IF EXISTS __gpu_events_staged")
             self.finals.append(f"__final_{table}")
             relation = self.con.sql(f"SELECT * FROM __final_{table}")
             items.append(TableInput(table, relation, origin, position="row"))
