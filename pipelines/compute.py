@@ -64,9 +64,9 @@ def follow_up_anomalies(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
 
 
 def create_shared_scrapes(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    from pipelines.detectors import create_shared_tables
+    from pipelines.detectors import create_shared_views
 
-    create_shared_tables(con, settings)
+    create_shared_views(con)
 
 
 def kept_rows(
@@ -94,10 +94,10 @@ def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -
     """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
     goes: its last reader."""
     from pipelines.activity_windows import update_activity_windows
-    from pipelines.detectors import drop_shared_tables
+    from pipelines.detectors import drop_shared_views
 
     update_activity_windows(con, settings)
-    drop_shared_tables(con)
+    drop_shared_views(con)
 
 
 def _steps() -> list[Step]:

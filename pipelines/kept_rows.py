@@ -26,6 +26,24 @@ def _basis(table: str, settings: Settings, basis_settings: tuple[str, ...]) -> s
     return digest.hexdigest()[:16]
 
 
+def kept_basis(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    table: str,
+    basis_settings: tuple[str, ...] = (),
+) -> tuple[str, bool]:
+    """The basis `table`'s rows are built on now, and whether the pass's cluster's kept rows were
+    built on it (True: bring them up to date; False: build them again)."""
+    basis = _basis(table, settings, basis_settings)
+    previous = execute(con, "derived/kept_rows_basis_read", {"table_name": table}).fetchall()
+    return basis, previous == [(basis,)]
+
+
+def record_basis(con: duckdb.DuckDBPyConnection, table: str, basis: str) -> None:
+    """The pass's cluster's rows of `table` are now built on `basis`."""
+    execute_script(con, "derived/kept_rows_basis_write", {"table_name": table, "basis": basis})
+
+
 def update_kept_rows(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,
@@ -39,9 +57,7 @@ def update_kept_rows(
     `changed_from_queries` (`queries/<name>.sql`) each give the time from which new data of one
     kind arrived (NULL: none did); the rows are brought up to date from the earliest.
     """
-    basis = _basis(table, settings, basis_settings)
-    previous = execute(con, "derived/kept_rows_basis_read", {"table_name": table}).fetchall()
-    incremental = previous == [(basis,)]
+    basis, incremental = kept_basis(con, settings, table, basis_settings)
     changed_from = FAR_PAST
     if incremental:
         since = [
@@ -51,4 +67,4 @@ def update_kept_rows(
         changed_from = min((t for t in since if t is not None), default=FAR_FUTURE)
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
     execute_script(con, f"derived/{table}", params)
-    execute_script(con, "derived/kept_rows_basis_write", {"table_name": table, "basis": basis})
+    record_basis(con, table, basis)

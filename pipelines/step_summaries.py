@@ -10,26 +10,19 @@ step (rank steps written by a program that did not note them) summarise every jo
 
 from __future__ import annotations
 
-import hashlib
-
 import duckdb
 
 from pipelines.config import Settings
-from pipelines.sql import execute, execute_script, load_sql
+from pipelines.kept_rows import kept_basis, record_basis
+from pipelines.sql import execute, execute_script
 
 TABLE = "rank_step_summaries"
 
 
-def _basis() -> str:
-    return hashlib.sha256(load_sql(f"derived/{TABLE}").encode()).hexdigest()[:16]
-
-
 def update_step_summaries(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """The pass's cluster's step summaries brought up to date (or built again)."""
-    basis = _basis()
-    previous = execute(con, "derived/kept_rows_basis_read", {"table_name": TABLE}).fetchall()
-    incremental = previous == [(basis,)]
+    basis, incremental = kept_basis(con, settings, TABLE)
     execute_script(con, f"derived/{TABLE}", {"incremental": incremental})
     if incremental and not execute(con, f"derived/{TABLE}_complete").fetchall()[0][0]:
         execute_script(con, f"derived/{TABLE}", {"incremental": False})
-    execute_script(con, "derived/kept_rows_basis_write", {"table_name": TABLE, "basis": basis})
+    record_basis(con, TABLE, basis)

@@ -54,12 +54,12 @@ KEPT_FILES: tuple[str, ...] = ("kept_cut", "kept_store", *KEPT_PREPARE.values())
 """`queries/detect/<name>.sql` that cut and store a kept detector's episodes."""
 
 
-SHARED_TABLES: tuple[str, ...] = ("gpu_scrapes",)
+SHARED_VIEWS: tuple[str, ...] = ("gpu_scrapes",)
 """`queries/detect/<name>.sql` as temporary views `detect_<name>` while the detectors run: the
 pass's cluster's rows of a kept table several detectors read. A view, not a copy: the readers
 filter what they need (the peer and telemetry-gap detectors and gpu_activity_windows read from
 their cut on, and the kept table's rows lie in time order), so an update does not copy every
-scrape. `gpufleet compute` makes them before the detectors (`create_shared_tables`) and keeps
+scrape. `gpufleet compute` makes them before the detectors (`create_shared_views`) and keeps
 them for gpu_activity_windows."""
 
 CANDIDATE_SCHEMA: dict[str, str] = {
@@ -96,7 +96,7 @@ KINDS = "anomaly_kinds"
 def registered_detect_files() -> tuple[str, ...]:
     """Every `queries/detect/<name>.sql` the detection steps run, in the order they run."""
     return (
-        *SHARED_TABLES,
+        *SHARED_VIEWS,
         *SQL_DETECTORS,
         STRAGGLER_DETECTOR,
         REPEAT_DETECTOR,
@@ -252,15 +252,15 @@ def _create_shared(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(f"CREATE OR REPLACE TEMP VIEW detect_{name} AS {sql}")
 
 
-def create_shared_tables(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    """The shared temporary views (`detect_<name>` of SHARED_TABLES), for the detectors and later
-    readers; `drop_shared_tables` drops them after the last one."""
-    for name in SHARED_TABLES:
+def create_shared_views(con: duckdb.DuckDBPyConnection) -> None:
+    """The shared temporary views (`detect_<name>` of SHARED_VIEWS), for the detectors and later
+    readers; `drop_shared_views` drops them after the last one."""
+    for name in SHARED_VIEWS:
         _create_shared(con, name)
 
 
-def drop_shared_tables(con: duckdb.DuckDBPyConnection) -> None:
-    for name in SHARED_TABLES:
+def drop_shared_views(con: duckdb.DuckDBPyConnection) -> None:
+    for name in SHARED_VIEWS:
         con.execute(f"DROP VIEW IF EXISTS detect_{name}")
 
 
@@ -284,7 +284,7 @@ def _run_sql_detectors(con: duckdb.DuckDBPyConnection, params: dict[str, Any]) -
     # fail too, hiding the real error; the caller rolls back and the temporary views go with it.
     # Shared views made before this step (by `gpufleet compute`, which keeps them for later
     # readers) stay; those made here are dropped here.
-    made_here = [name for name in SHARED_TABLES if not _table_exists(con, f"detect_{name}")]
+    made_here = [name for name in SHARED_VIEWS if not _table_exists(con, f"detect_{name}")]
     insertion_order = _insertion_order(con)
     _set_insertion_order(con, False)
     for name in made_here:
