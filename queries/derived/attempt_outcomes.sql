@@ -66,8 +66,8 @@ signals AS (
         'XID ' || e.code || coalesce(' (' || x.name || ')', ''), 1,
         an.node || ' XID ' || e.code || coalesce(' (' || x.name || ')', '') || coalesce(' on gpu ' || e.gpu, '')
     FROM attempt_nodes an
-    JOIN gpu_events e
-        ON e.node = an.node AND e.kind = 'xid' AND e.ts BETWEEN an.window_start AND an.window_end
+    JOIN {{ metrics/xid_events }} e
+        ON e.node = an.node AND e.ts BETWEEN an.window_start AND an.window_end
     JOIN xid_catalogue x ON x.code = e.code AND x.class = 'hardware'
     UNION ALL
     SELECT an.job_id, an.attempt, an.node, greatest(a.start_ts, an.window_start),

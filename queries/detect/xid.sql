@@ -1,6 +1,7 @@
 -- Hardware XIDs: class `hardware` in the `xid_catalogue` table (built by the compute step of the
 -- same name from queries/data/xid_catalogue.csv, or the file `failures.xid_catalogue` names).
 -- Application-class XIDs (13, 31, 43, 45, ...) blame the workload, not the GPU: never an anomaly.
+-- An XID both the kernel log and the exporter reported counts once (queries/metrics/xid_events.sql).
 -- One episode per GPU (or node when the event names no GPU) and XID code: events less than
 -- `$det_xid_clear_s` seconds apart are one episode; it stays open that long after its last event,
 -- and is open (end NULL) when that reaches past the data horizon `$horizon`.
@@ -11,8 +12,7 @@ WITH catalogue AS (
 events AS (
     SELECT e.ts, e.node, e.gpu, e.uuid, e.code, e.message, c.name, c.severity, c.action,
            lag(e.ts) OVER (PARTITION BY e.node, e.gpu, e.code ORDER BY e.ts) AS prev_ts
-    FROM gpu_events e JOIN catalogue c USING (code)
-    WHERE e.kind = 'xid'
+    FROM {{ metrics/xid_events }} e JOIN catalogue c USING (code)
 ),
 episodes AS (
     SELECT *,

@@ -3,7 +3,8 @@
 -- (fail closed), shown apart so telemetry gaps stay visible. Only nodes that lost time are listed.
 -- availability = (available + degraded) / (in fleet - maintenance) over the week.
 -- failed_attempts: attempts that ended in the week and implicate the node (attempt_outcomes).
--- xid_events / xid_codes: XID events on the node in the week. top_reason: the reason of the
+-- xid_events / xid_codes: XIDs on the node in the week (one per XID across sources,
+-- queries/metrics/xid_events.sql). top_reason: the reason of the
 -- unavailable|unknown intervals that cover most of the node's lost time in the week.
 -- Params: $week_start (DATE, a Monday), $cluster ('*' = all), $limit.
 WITH
@@ -29,8 +30,8 @@ failed AS (
 ),
 xids AS (
     SELECT e.cluster, e.node, count(*) AS xid_events, list(DISTINCT e.code ORDER BY e.code) AS xid_codes
-    FROM gpu_events e, week w
-    WHERE e.kind = 'xid' AND e.ts >= w.start_ts AND e.ts < w.end_ts
+    FROM {{ metrics/xid_events }} e, week w
+    WHERE e.ts >= w.start_ts AND e.ts < w.end_ts
     GROUP BY ALL
 ),
 reason_seconds AS (
