@@ -26,6 +26,7 @@ from pipelines.config import Settings, db_path, load_settings
 from pipelines.errors import GpufleetError
 
 if TYPE_CHECKING:
+    from pipelines.compute import ComputeResult
     from pipelines.serving import WriteSession
     from pipelines.sources.protocol import Source, SourceReport
 
@@ -133,12 +134,55 @@ def main_options(
 
 
 @contextmanager
-def _writing(ctx: typer.Context, command: str, *, create: bool) -> Iterator[WriteSession]:
-    """The one way every writing command reaches the database (see pipelines/serving.py)."""
+def _writing(
+    ctx: typer.Context, command: str, *, create: bool, then_compute: bool = False
+) -> Iterator[WriteSession]:
+    """The one way every writing command reaches the database (see pipelines/serving.py).
+
+    `then_compute`: after the command's own writes, `gpufleet compute` in the same private copy
+    (one copy instead of two; readers see the new data and its numbers together); its result in
+    `session.computed`."""
     from pipelines.serving import writing
 
     with writing(ctx.obj.db, command=f"gpufleet {command}", create=create) as session:
         yield session
+        if then_compute:
+            with console.status("Computing ...") as status:
+                session.computed = _compute_in(session, ctx.obj.settings(), False, status)
+
+
+def _compute_in(
+    session: WriteSession, settings: Settings, force: bool, status: Any
+) -> ComputeResult:
+    """`gpufleet compute` on a writing command's connection, its progress shown in `status`."""
+    from pipelines.compute import compute as run_compute
+
+    return run_compute(
+        session.con,
+        settings,
+        force=force,
+        progress=lambda s: status.update(f"Computing {s} ..."),
+    )
+
+
+def _print_computed_if(session: WriteSession) -> None:
+    if session.computed is None:
+        return
+    from pipelines.compute import ComputeResult
+
+    if isinstance(session.computed, ComputeResult):
+        _print_computed(session.computed)
+
+
+def _print_computed(result: ComputeResult) -> None:
+    if result.skipped:
+        out.print(f"Nothing changed since the last compute (data version {result.data_version}).")
+        return
+    for name, seconds in result.timings_s.items():
+        out.print(f"{name:<28} {seconds:8.2f} s")
+    out.print(
+        f"Computed data version {result.data_version} in {sum(result.timings_s.values()):.2f} s."
+    )
 
 
 def _print_loads(results) -> None:
@@ -165,22 +209,34 @@ BatchCluster = Annotated[
 ]
 """`--cluster` of every ingest command."""
 
+ThenCompute = Annotated[
+    bool,
+    typer.Option(
+        "--compute",
+        help="Then compute the derived tables in the same write (what `gpufleet compute` does): "
+        "one copy of the database instead of two, and readers see the new data with its numbers.",
+    ),
+]
+"""`--compute` of every ingest command."""
+
 
 @ingest_app.command("files")
 def ingest_files_cmd(
     ctx: typer.Context,
     folder: Annotated[Path, typer.Argument(help="Folder of <table>.csv|.jsonl|.parquet files.")],
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Load landing-contract files (CSV, JSONL, Parquet) as one batch."""
     from pipelines.sources.files import FilesSource
 
     with (
-        _writing(ctx, "ingest files", create=True) as session,
+        _writing(ctx, "ingest files", create=True, then_compute=then_compute) as session,
         console.status(f"Loading {folder} ..."),
     ):
         report = FilesSource(folder, cluster=cluster).ingest(session.con)
     _print_report(report)
+    _print_computed_if(session)
 
 
 def _print_warnings(warnings: list[str]) -> None:
@@ -239,6 +295,7 @@ def ingest_prometheus_cmd(
         ),
     ] = False,
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Fetch dcgm-exporter, kube-state-metrics and node-exporter series (raw samples, incremental).
 
@@ -252,7 +309,7 @@ def ingest_prometheus_cmd(
     settings = _source_settings(ctx, PrometheusSource)
     start_ts, end_ts = parse_time(start), parse_time(end)
     with (
-        _writing(ctx, "ingest prometheus", create=True) as session,
+        _writing(ctx, "ingest prometheus", create=True, then_compute=then_compute) as session,
         console.status("Fetching ...") as status,
     ):
         run = PrometheusSource(
@@ -268,6 +325,7 @@ def ingest_prometheus_cmd(
             progress=lambda msg: status.update(f"Fetching {msg} ..."),
         ).ingest(session.con)
     _print_report(run)
+    _print_computed_if(session)
     report = run.detail  # the requests, samples and partial answers only this source has
     rate = report.samples_fetched / report.seconds if report.seconds else 0.0
     from pipelines.sources.prometheus import count, partial_summary
@@ -300,13 +358,15 @@ def ingest_sacct_cmd(
         str, typer.Option(help="The field separator sacct was run with (`sacct --delimiter`).")
     ] = "|",
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Load Slurm jobs and their requeued attempts from sacct output."""
     from pipelines.sources.slurm import SacctSource
 
-    with _writing(ctx, "ingest sacct", create=True) as session:
+    with _writing(ctx, "ingest sacct", create=True, then_compute=then_compute) as session:
         report = SacctSource(file, delimiter, cluster=cluster).ingest(session.con)
     _print_report(report)
+    _print_computed_if(session)
 
 
 @ingest_app.command("kube-jobs")
@@ -323,13 +383,15 @@ def ingest_kube_jobs_cmd(
         typer.Option(help="Output of `kubectl get pods -A -o json`: the nodes and exit codes."),
     ] = None,
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Load Kubernetes Jobs and Kubeflow PyTorchJobs (nodes and exit codes from their pods)."""
     from pipelines.sources.kube_jobs import KubeJobsSource
 
-    with _writing(ctx, "ingest kube-jobs", create=True) as session:
+    with _writing(ctx, "ingest kube-jobs", create=True, then_compute=then_compute) as session:
         report = KubeJobsSource(file, user_label, pods, cluster=cluster).ingest(session.con)
     _print_report(report)
+    _print_computed_if(session)
 
 
 @ingest_app.command("kernel-log")
@@ -348,12 +410,13 @@ def ingest_kernel_log_cmd(
         str | None, typer.Option(help="PCI bus id to GPU index, e.g. 0000:3b:00=0,0000:5e:00=1.")
     ] = None,
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Load `NVRM: Xid` lines as GPU events (source `kernel-log`)."""
     from pipelines.sources.kernel_log import KernelLogSource, parse_pci_map
     from pipelines.times import parse_time
 
-    with _writing(ctx, "ingest kernel-log", create=True) as session:
+    with _writing(ctx, "ingest kernel-log", create=True, then_compute=then_compute) as session:
         report = KernelLogSource(
             file,
             node,
@@ -363,6 +426,7 @@ def ingest_kernel_log_cmd(
             cluster=cluster,
         ).ingest(session.con)
     _print_report(report)
+    _print_computed_if(session)
 
 
 @ingest_app.command("rank-steps")
@@ -372,13 +436,15 @@ def ingest_rank_steps_cmd(
         Path, typer.Argument(help="Per-rank step timings, .jsonl or .csv (docs/sources.md).")
     ],
     cluster: BatchCluster = None,
+    then_compute: ThenCompute = False,
 ) -> None:
     """Load per-rank step timings logged by a training job."""
     from pipelines.sources.rank_steps import RankStepsSource
 
-    with _writing(ctx, "ingest rank-steps", create=True) as session:
+    with _writing(ctx, "ingest rank-steps", create=True, then_compute=then_compute) as session:
         report = RankStepsSource(file, cluster=cluster).ingest(session.con)
     _print_report(report)
+    _print_computed_if(session)
 
 
 @app.command()
@@ -397,7 +463,6 @@ def compute(
     """(Re)build the derived tables and views from the landing tables."""
     import duckdb
 
-    from pipelines.compute import compute as run_compute
     from pipelines.compute import is_current
     from pipelines.serving import open_snapshot
     from pipelines.store import data_version
@@ -419,21 +484,9 @@ def compute(
         _writing(ctx, "compute", create=False) as session,
         console.status("Computing ...") as status,
     ):
-        result = run_compute(
-            session.con,
-            settings,
-            force=force,
-            progress=lambda s: status.update(f"Computing {s} ..."),
-        )
+        result = _compute_in(session, settings, force, status)
         session.publish = not result.skipped
-    if result.skipped:
-        out.print(f"Nothing changed since the last compute (data version {result.data_version}).")
-        return
-    for name, seconds in result.timings_s.items():
-        out.print(f"{name:<28} {seconds:8.2f} s")
-    out.print(
-        f"Computed data version {result.data_version} in {sum(result.timings_s.values()):.2f} s."
-    )
+    _print_computed(result)
 
 
 @app.command()

@@ -254,6 +254,8 @@ class WriteSession:
     """Landing tables the open upgraded: the copy is then rewritten compactly before publishing."""
     compact: bool = False
     """Set True when the command deleted much (a prune): the copy is rewritten compactly too."""
+    computed: object = None
+    """What a `gpufleet compute` run in the same write returned (`ingest ... --compute`)."""
 
 
 @contextmanager
