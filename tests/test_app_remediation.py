@@ -19,10 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -33,8 +30,9 @@ import pytest
 from pipelines.config import Settings
 from pipelines.markdown import escape_markdown
 from pipelines.sql import execute
+from testkit.cli import run_gpufleet
 from tests.app_fixture import build_app_db
-from tests.app_helpers import ROOT, no_errors, open_page
+from tests.app_helpers import no_errors, open_page
 
 SLURM_JOB = "4711"
 
@@ -129,22 +127,9 @@ def test_the_anomalies_link_filters_by_node(use_db: Path) -> None:
     assert any("Unknown node “gpu-999”" in w.value for w in unknown.warning)
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_cli_writes_the_same_plan_as_json_and_csv(app_db: Path, tmp_path: Path) -> None:
-    js = run_cli(
-        "--db", str(app_db), "remediation", "--week", "2026-W48", "--format", "json", cwd=tmp_path
+    js = run_gpufleet(
+        tmp_path, "--db", str(app_db), "remediation", "--week", "2026-W48", "--format", "json"
     )
     assert js.returncode == 0, js.stderr
     document = json.loads(js.stdout)
@@ -159,7 +144,8 @@ def test_cli_writes_the_same_plan_as_json_and_csv(app_db: Path, tmp_path: Path) 
     )
 
     out = tmp_path / "plan.csv"
-    done = run_cli(
+    done = run_gpufleet(
+        tmp_path,
         "--db",
         str(app_db),
         "remediation",
@@ -171,7 +157,6 @@ def test_cli_writes_the_same_plan_as_json_and_csv(app_db: Path, tmp_path: Path) 
         str(out),
         "--cluster",
         "c2",
-        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
@@ -187,13 +172,13 @@ def test_cli_writes_the_same_plan_as_json_and_csv(app_db: Path, tmp_path: Path) 
 def test_cli_refuses_an_unknown_cluster_and_says_it_is_a_dry_run(
     app_db: Path, tmp_path: Path
 ) -> None:
-    bad = run_cli(
-        "--db", str(app_db), "remediation", "--week", "2026-W48", "--cluster", "c9", cwd=tmp_path
+    bad = run_gpufleet(
+        tmp_path, "--db", str(app_db), "remediation", "--week", "2026-W48", "--cluster", "c9"
     )
     assert (
         bad.returncode == 2
         and "Unknown cluster `c9`" in bad.stderr
         and "Traceback" not in bad.stderr
     )
-    helped = run_cli("remediation", "--help", cwd=tmp_path)
+    helped = run_gpufleet(tmp_path, "remediation", "--help")
     assert "never acts on a cluster" in " ".join(helped.stdout.split())

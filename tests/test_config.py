@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -23,6 +20,7 @@ from pipelines.config import (
 from pipelines.errors import ConfigError
 from pipelines.settings_model import toml_value
 from pipelines.sources.prometheus import PrometheusSettings
+from testkit.cli import run_gpufleet
 
 SECTIONS = {
     "availability": AvailabilitySettings,
@@ -204,21 +202,8 @@ def test_environment_overrides_a_setting_and_is_checked_like_the_file(tmp_path, 
         load_settings(path)
 
 
-def _gpufleet(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")}
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=clean
-        | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "COLUMNS": "60"}
-        | (env or {}),
-    )
+NARROW = {"COLUMNS": "60"}
+"""A narrow terminal: messages must not wrap in it."""
 
 
 def test_cli_refuses_a_wrong_setting_with_one_line_per_error_and_exit_2(tmp_path):
@@ -226,7 +211,7 @@ def test_cli_refuses_a_wrong_setting_with_one_line_per_error_and_exit_2(tmp_path
         tmp_path,
         '[availability]\nrequired_conditions = "Ready"\n[failures]\ncrash_loop_min_failures = -5\n',
     )
-    result = _gpufleet(tmp_path, "config")
+    result = run_gpufleet(tmp_path, "config", env=NARROW)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     # COLUMNS=60: a long message stays one line in a log however narrow the terminal.
@@ -238,10 +223,11 @@ def test_cli_refuses_a_wrong_setting_with_one_line_per_error_and_exit_2(tmp_path
 
 def test_cli_config_prints_the_effective_settings_and_where_each_came_from(tmp_path):
     _write(tmp_path, '[stragglers]\nalpha = 0.05\n[prometheus]\ncluster = "prod"\n')
-    result = _gpufleet(
+    result = run_gpufleet(
         tmp_path,
         "config",
-        env={
+        env=NARROW
+        | {
             "GPUFLEET_FAILURES__CRASH_LOOP_MIN_FAILURES": "4",
             "GPUFLEET_PROM_TOKEN": "SECRET-never-shown",
         },

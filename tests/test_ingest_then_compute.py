@@ -3,9 +3,6 @@ one publication), through the real CLI on a real database file."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,26 +11,11 @@ import pytest
 from pipelines.simulate import SimulationConfig, simulate_to_dir
 from pipelines.simulator.deliveries import deliver
 from pipelines.store import open_store
+from testkit.cli import run_gpufleet
 from testkit.equivalence import table_differences
 
-ROOT = Path(__file__).resolve().parent.parent
 START = datetime(2026, 11, 23, tzinfo=UTC)
 DAY = timedelta(days=1)
-
-
-def _gpufleet(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUFLEET_")} | {
-        "PYTHONPATH": str(ROOT)
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
-        cwd=cwd,
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +49,17 @@ def test_ingest_with_compute_equals_ingest_then_compute(tmp_path, days):
     day1, day2 = days
     together, apart = tmp_path / "together.duckdb", tmp_path / "apart.duckdb"
     for day in (day1, day2):
-        run = _gpufleet(tmp_path, "--db", str(together), "ingest", "files", str(day), "--compute")
+        run = run_gpufleet(
+            tmp_path, "--db", str(together), "ingest", "files", str(day), "--compute"
+        )
         assert run.returncode == 0, run.stderr
         assert "Computed data version" in run.stdout
-        assert _gpufleet(tmp_path, "--db", str(apart), "ingest", "files", str(day)).returncode == 0
-        assert _gpufleet(tmp_path, "--db", str(apart), "compute").returncode == 0
+        assert (
+            run_gpufleet(tmp_path, "--db", str(apart), "ingest", "files", str(day)).returncode == 0
+        )
+        assert run_gpufleet(tmp_path, "--db", str(apart), "compute").returncode == 0
     # The compute ran on the loaded data: a compute afterwards has nothing to do.
-    again = _gpufleet(tmp_path, "--db", str(together), "compute")
+    again = run_gpufleet(tmp_path, "--db", str(together), "compute")
     assert again.returncode == 0 and "Nothing changed since the last compute" in again.stdout
     tables = _derived(apart)
     assert len(tables) == 6
@@ -92,12 +78,14 @@ def test_a_failed_compute_publishes_nothing_of_the_load(tmp_path, days):
     day1, day2 = days
     db = tmp_path / "fleet.duckdb"
     assert (
-        _gpufleet(tmp_path, "--db", str(db), "ingest", "files", str(day1), "--compute").returncode
+        run_gpufleet(
+            tmp_path, "--db", str(db), "ingest", "files", str(day1), "--compute"
+        ).returncode
         == 0
     )
     before = db.read_bytes()
     (tmp_path / "broken.toml").write_text('[failures]\nxid_catalogue = "no-such-catalogue.csv"\n')
-    run = _gpufleet(
+    run = run_gpufleet(
         tmp_path,
         "--db",
         str(db),
@@ -112,7 +100,7 @@ def test_a_failed_compute_publishes_nothing_of_the_load(tmp_path, days):
     assert "no-such-catalogue.csv" in run.stderr + run.stdout
     assert db.read_bytes() == before
     # The load alone, with the same settings, goes through: it was the compute that failed.
-    alone = _gpufleet(
+    alone = run_gpufleet(
         tmp_path, "--db", str(db), "--config", "broken.toml", "ingest", "files", str(day2)
     )
     assert alone.returncode == 0, alone.stderr

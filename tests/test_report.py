@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +12,7 @@ from pipelines.errors import DatabaseMissingError, GpufleetError
 from pipelines.report import build_report, to_html, to_json, to_markdown
 from pipelines.store import connect, open_store
 from pipelines.weeks import parse_week
+from testkit.cli import run_gpufleet
 
 ROOT = Path(__file__).resolve().parent.parent
 W48 = parse_week("2026-W48")
@@ -159,24 +157,12 @@ def test_an_uncomputed_database_says_to_run_compute(tmp_path):
     assert "gpufleet compute" in err.value.hint
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", *args],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def test_cli_writes_md_json_and_html(fixture_db, tmp_path):
-    md = run_cli("--db", str(fixture_db), "report", "--week", "2026-W48", cwd=tmp_path)
+    md = run_gpufleet(tmp_path, "--db", str(fixture_db), "report", "--week", "2026-W48")
     assert md.returncode == 0, md.stderr
     assert "| Goodput | 67.17 % | 80.00 % | -12.83 pp |" in md.stdout
-    js = run_cli(
+    js = run_gpufleet(
+        tmp_path,
         "--db",
         str(fixture_db),
         "report",
@@ -186,20 +172,19 @@ def test_cli_writes_md_json_and_html(fixture_db, tmp_path):
         "json",
         "--cluster",
         "c1",
-        cwd=tmp_path,
     )
     assert js.returncode == 0, js.stderr
     summary = {r["metric"]: r["value"] for r in json.loads(js.stdout)["summary"]}
     assert summary["node_availability"] == pytest.approx(320 / 330)
-    page = run_cli(
-        "--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html", cwd=tmp_path
+    page = run_gpufleet(
+        tmp_path, "--db", str(fixture_db), "report", "--week", "2026-W48", "--format", "html"
     )
     assert page.returncode == 0, page.stderr
     assert "<td class=n>67.17 %</td>" in (tmp_path / "report-2026-W48.html").read_text()
 
 
 def test_cli_bad_week_is_a_clean_error(fixture_db, tmp_path):
-    result = run_cli("--db", str(fixture_db), "report", "--week", "48", cwd=tmp_path)
+    result = run_gpufleet(tmp_path, "--db", str(fixture_db), "report", "--week", "48")
     assert result.returncode == 2
     assert "not an ISO week" in result.stderr and "Traceback" not in result.stderr
 
