@@ -13,6 +13,10 @@ The fleet, node n1, scraped every 30 s from T0 for 30 min (times in seconds from
   48 again from 1200 (no count rise: an XID only the gauge saw).
   Events (90, 48) (both signals at one scrape), (690, 13), (1200, 48): the last is no repeat
   of the XID 48 at 90, which came before the gauge's previous reading (1170).
+- GPU 6: count of XID 48 is 1 at 300-570 and 0 after; gauge 0, 48 from 300, 13 from 600, 48
+  again from 900 (no count rise). Events (300, 48), (600, 13), (900, 48). When a run starts at
+  900, the gauge's change is its first sample: the seed must say the gauge was last read at 870
+  (after the counted XID at 300), or that XID would swallow the new one.
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ def _gauge(t: int, gpu: int) -> int | None:
         return None if 540 < t < 1080 else (48 if t >= 1080 else 0)
     if gpu == 4:
         return 13 if t >= 600 else 0
-    return 48 if t >= 1200 else 13 if t >= 690 else 48 if t >= 90 else 0
+    if gpu == 5:
+        return 48 if t >= 1200 else 13 if t >= 690 else 48 if t >= 90 else 0
+    return 48 if t >= 900 else 13 if t >= 600 else 48 if t >= 300 else 0
 
 
 def _count_48(t: int, gpu: int) -> int | None:
@@ -54,6 +60,8 @@ def _count_48(t: int, gpu: int) -> int | None:
         return 1 if t == 550 else (0 if t >= 1080 else None)
     if gpu == 5 and t >= 90:
         return 1 if t <= 360 else 0
+    if gpu == 6 and t >= 300:
+        return 1 if t <= 570 else 0
     return None
 
 
@@ -62,14 +70,14 @@ def _exposition() -> str:
         return f'gpu="{gpu}",UUID="GPU-{gpu}",Hostname="n1"'
 
     lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
-    for gpu in (3, 4, 5):
+    for gpu in (3, 4, 5, 6):
         for t in SCRAPES:
             if (value := _gauge(t, gpu)) is not None:
                 lines.append(
                     f"DCGM_FI_DEV_XID_ERRORS{{{labels(gpu)}}} {value} {T0.timestamp() + t:.3f}"
                 )
     lines.append("# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge")
-    for gpu in (3, 5):
+    for gpu in (3, 5, 6):
         for t in sorted({*SCRAPES, 550}):
             if (count := _count_48(t, gpu)) is not None:
                 lines.append(
@@ -88,6 +96,9 @@ EXPECTED = [
     (5, 90, 48),
     (5, 690, 13),
     (5, 1200, 48),
+    (6, 300, 48),
+    (6, 600, 13),
+    (6, 900, 48),
 ]
 
 
@@ -120,7 +131,8 @@ def test_each_xid_lands_once_in_one_run(con, server):
 @pytest.mark.parametrize("split_s", [570, 900, 1140])
 def test_each_xid_lands_once_across_hourly_runs(con, server, split_s):
     """570: the count's event in the first run, the GPU silent at the split; 900: its gauge
-    change in the second run, whose seed reads the gauge's last sample (540) before it;
+    change in the second run, whose seed reads the gauge's last sample (540) before it, and
+    GPU 6's change is the second run's first sample (its seed: last read at 870);
     1140: GPU 5's gauge reading before its second 48 falls in the second run."""
     ingest_prometheus(con, server.url, T0, T0 + timedelta(seconds=split_s), SETTINGS)
     ingest_prometheus(con, server.url, T0 + timedelta(seconds=split_s), END, SETTINGS)
@@ -139,4 +151,7 @@ def test_the_gauge_alone_still_reports_every_change(con, server):
         (5, 90, 48),
         (5, 690, 13),
         (5, 1200, 48),
+        (6, 300, 48),
+        (6, 600, 13),
+        (6, 900, 48),
     ]

@@ -107,23 +107,33 @@ class Fetcher:
 
     def seed_previous(self, q: Query, start_ms: int) -> tuple[dict[tuple, float], str | None]:
         """Each XID series' last value in the lookback before `start_ms`, and what the store
-        said if it answered only in part. The raw samples are asked for (not `last_over_time`)
-        so the gauge's events know when it was last read (`Landing.start_xid_fetch`)."""
+        said if it answered only in part. For the last-XID gauge, also when each GPU was last
+        read (`Landing.start_xid_fetch`): one point per series, not every sample of the lookback
+        (a fleet's every GPU has that gauge)."""
         lookback = int(self.s.xid_seed_lookback_s)
-        answer = self.ask(f"{q.selector}[{lookback}s]", start_ms - 1)
-        seeded: dict[tuple, tuple[int, float]] = {}
+        answer = self.ask(f"last_over_time({q.selector}[{lookback}s])", start_ms - 1)
+        said = answer.partial[0] if answer.partial else None
+        seeded = {}
         for series in answer.result:
             key = self.landing.xid_key(series["metric"])
-            if key is None or not series.get("values"):
-                continue
-            t, v = series["values"][-1]
-            last = (round(float(t) * 1000), float(v))
-            if key not in seeded or last[0] >= seeded[key][0]:
-                seeded[key] = last
-        self.landing.start_xid_fetch(start_ms, {k: t for k, (t, _) in seeded.items()})
-        return {k: v for k, (_, v) in seeded.items()}, (
-            answer.partial[0] if answer.partial else None
-        )
+            if key is not None:
+                seeded[key] = float(series["value"][1])
+        read_ms: dict[tuple, int] = {}
+        if q.kind == "xid_last":
+            # timestamp() of a plain selector is its sample's own time; the subquery's steps
+            # (one scrape interval apart) each see the newest sample, the max is the last read.
+            step = max(1, int(self.s.scrape_interval_s))
+            stamps = self.ask(
+                f"max_over_time(timestamp({q.selector})[{lookback}s:{step}s])", start_ms - 1
+            )
+            said = said or (stamps.partial[0] if stamps.partial else None)
+            for series in stamps.result:
+                key = self.landing.xid_key(series["metric"], count=False)
+                if key is not None:
+                    t = round(float(series["value"][1]) * 1000)
+                    read_ms[key] = max(t, read_ms.get(key, t))
+        self.landing.start_xid_fetch(start_ms, read_ms)
+        return seeded, said
 
     def warnings(self) -> list[str]:
         """What the store noted, and the non-finite samples skipped, as sentences."""

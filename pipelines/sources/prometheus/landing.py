@@ -48,8 +48,8 @@ class Landing:
             return None
         return node, int(gpu), labels.get("UUID") or labels.get("uuid")
 
-    def xid_key(self, labels: dict[str, str]) -> tuple | None:
-        ident = self.gpu_identity(labels)
+    def xid_key(self, labels: dict[str, str], count: bool = True) -> tuple | None:
+        ident = self.gpu_identity(labels, count)
         if ident is None:
             return None
         return (*ident, labels.get("xid", ""))
