@@ -20,7 +20,7 @@ from pipelines.errors import GpufleetError
 from pipelines.export import EXPORT_TABLES, export_week
 from pipelines.store import connect
 from pipelines.weeks import parse_week
-from tests.test_report import run_cli
+from testkit.cli import run_gpufleet
 
 ROOT = Path(__file__).resolve().parent.parent
 W47, W48 = parse_week("2026-W47"), parse_week("2026-W48")
@@ -282,7 +282,8 @@ def test_every_exportable_table_has_its_query_and_docs():
 
 
 def test_cli_export(fixture_db, tmp_path):
-    result = run_cli(
+    result = run_gpufleet(
+        tmp_path,
         "--db",
         str(fixture_db),
         "export",
@@ -294,7 +295,6 @@ def test_cli_export(fixture_db, tmp_path):
         str(tmp_path / "lake"),
         "--tables",
         "weekly_summary,job_outcomes",
-        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert "job_outcomes" in result.stdout and "5 rows" in result.stdout

@@ -17,8 +17,8 @@ from pipelines.simulate import OUTPUT_TABLES
 from pipelines.sources.files import ingest_files
 from pipelines.store import connect, open_store
 from pipelines.weeks import parse_week
+from testkit.cli import run_gpufleet
 from tests.report_fixture import simulated_fleet
-from tests.test_report import run_cli
 
 W48 = parse_week("2026-W48")
 VICTIM_TEXT = "precious data that must not change\n"
@@ -40,8 +40,8 @@ def lake_digests(out: Path) -> dict[str, str]:
 
 
 def export(db: Path, out: Path, *extra: str, week: str = "2026-W48"):
-    return run_cli(
-        "--db", str(db), "export", "--week", week, "--out", str(out), *extra, cwd=out.parent
+    return run_gpufleet(
+        out.parent, "--db", str(db), "export", "--week", week, "--out", str(out), *extra
     )
 
 
@@ -201,7 +201,7 @@ def test_export_refuses_stale_derived_tables_and_report_warns(tmp_path):
     message = one_line_error(export(db, out))
     assert "changed since the last compute" in message and "--stale-ok" in message
     assert lake_digests(out) == before
-    report = run_cli("--db", str(db), "report", "--week", "2026-W48", cwd=tmp_path)
+    report = run_gpufleet(tmp_path, "--db", str(db), "report", "--week", "2026-W48")
     assert report.returncode == 0, report.stderr
     assert "Raw data changed since the last compute" in " ".join(report.stderr.split())
     assert export(db, out, "--stale-ok").returncode == 0
@@ -211,7 +211,7 @@ def test_export_refuses_stale_derived_tables_and_report_warns(tmp_path):
     ingest_files(con, extra)
     con.close()
     assert export(db, out).returncode == 0
-    report = run_cli("--db", str(db), "report", "--week", "2026-W48", cwd=tmp_path)
+    report = run_gpufleet(tmp_path, "--db", str(db), "report", "--week", "2026-W48")
     assert "changed since the last compute" not in report.stderr
 
 
@@ -225,7 +225,8 @@ def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_
     # The fixed temporary name the report once used, and the report's own name, both planted.
     (folder / ".review.md.tmp").symlink_to(target)
     (folder / "review.md").symlink_to(victim(tmp_path, "victim2.txt"))
-    result = run_cli(
+    result = run_gpufleet(
+        tmp_path,
         "--db",
         str(fixture_db),
         "report",
@@ -233,7 +234,6 @@ def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_
         "2026-W48",
         "--out",
         str(folder / "review.md"),
-        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert target.read_text() == VICTIM_TEXT
@@ -246,15 +246,8 @@ def test_report_does_not_write_through_a_planted_temporary_name_or_link(fixture_
 
 def test_report_out_at_a_folder_is_a_clean_error(fixture_db, tmp_path):
     # `/` is a folder too; a test never points a writing command at it.
-    result = run_cli(
-        "--db",
-        str(fixture_db),
-        "report",
-        "--week",
-        "2026-W48",
-        "--out",
-        str(tmp_path),
-        cwd=tmp_path,
+    result = run_gpufleet(
+        tmp_path, "--db", str(fixture_db), "report", "--week", "2026-W48", "--out", str(tmp_path)
     )
     assert "is a folder" in one_line_error(result)
 
@@ -270,7 +263,8 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
         targets[name] = victim(tmp_path, f"{name}.victim")
         (data / f"{name}.parquet").symlink_to(targets[name])
     db = tmp_path / "fleet.duckdb"
-    result = run_cli(
+    result = run_gpufleet(
+        tmp_path,
         "--db",
         str(db),
         "demo",
@@ -281,7 +275,6 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
         "1",
         "--data",
         str(data),
-        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     for name, target in targets.items():
@@ -291,7 +284,8 @@ def test_demo_replaces_planted_links_in_its_data_folder_instead_of_writing_throu
 
 def test_demo_refuses_a_file_as_its_data_folder(tmp_path):
     data = victim(tmp_path, "notes.txt")
-    result = run_cli(
+    result = run_gpufleet(
+        tmp_path,
         "--db",
         str(tmp_path / "fleet.duckdb"),
         "demo",
@@ -302,7 +296,6 @@ def test_demo_refuses_a_file_as_its_data_folder(tmp_path):
         "1",
         "--data",
         str(data),
-        cwd=tmp_path,
     )
     assert "is a file, not a folder" in one_line_error(result)
     assert data.read_text() == VICTIM_TEXT
