@@ -89,6 +89,29 @@ def test_batches_in_any_order_and_repeated_give_the_same_rows(tmp_path):
     assert other.execute("SELECT count(*) FROM gpu_series").fetchall() == [(5,)]
 
 
+def test_values_are_stored_by_time_then_metric_whatever_order_the_rows_came_in(con, tmp_path):
+    # Rows arrive GPU by GPU, newest first; stored, each scrape's values run metric by metric
+    # (series ids are metric-major), which is what lets one metric's values compress together.
+    gpus = [("n1", 0), ("n1", 1), ("n2", 0)]
+    arriving = [
+        ("east", at(minute), node, gpu, f"GPU-{node}-{gpu}", metric, float(minute))
+        for node, gpu in gpus
+        for minute in (2, 1, 0)
+        for metric in (UTIL, TEMP)
+    ]
+    ingest_files(con, write_batch(tmp_path / "b", arriving))
+    ids = dict(
+        con.execute(
+            "SELECT (metric, node, gpu), series_id FROM gpu_series ORDER BY series_id"
+        ).fetchall()
+    )
+    metric_major = sorted(ids, key=lambda series: (series[0], series[1], series[2]))
+    assert list(ids) == metric_major
+    physical = con.execute("SELECT ts, series_id FROM gpu_sample_values ORDER BY rowid").fetchall()
+    assert physical == sorted(physical)
+    assert len(physical) == 18
+
+
 def test_a_stored_sample_wins_over_a_later_different_value_of_its_key(con, tmp_path):
     ingest_files(con, write_batch(tmp_path / "first", ROWS[:1]))
     (later,) = ingest_files(con, write_batch(tmp_path / "later", [ROWS[0][:6] + (99.0,), ROWS[1]]))
