@@ -73,15 +73,20 @@ def kept_rows(
     table: str,
     basis_settings: tuple[str, ...],
     changed_from_queries: tuple[str, ...] = ("derived/kept_samples_from",),
+    basis_queries: tuple[str, ...] = (),
 ) -> PythonStep:
     """The step that brings the pass's rows of a kept table up to date (pipelines/kept_rows.py)."""
 
     def run(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
         from pipelines.kept_rows import update_kept_rows
 
-        update_kept_rows(con, settings, table, basis_settings, changed_from_queries)
+        update_kept_rows(con, settings, table, basis_settings, changed_from_queries, basis_queries)
 
     return run
+
+
+def note_job_record_changes(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    execute_script(con, "derived/job_records_changed", settings.sql_params())
 
 
 def summarise_steps(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
@@ -161,9 +166,42 @@ def _steps() -> list[Step]:
             ),
             kept_per_pass=True,
         ),
+        # Kept per job: the jobs with windows from the earliest changed one on are summed again.
+        Step(
+            "job_activity",
+            run=kept_rows(
+                "job_activity",
+                ("util_idle_activity",),
+                changed_from_queries=("derived/activity_windows_changed_from",),
+            ),
+            table=False,
+            kept_per_pass=True,
+        ),
         Step("job_utilisation"),
-        Step("team_utilisation_weekly"),
-        Step("mig_packing"),
+        # Kept per ISO week: the weeks whose windows changed, or that hold windows of a job whose
+        # name, team or queue changed since the last compute (job_records_changed), are summed again.
+        Step("job_records_changed", run=note_job_record_changes, table=False),
+        Step(
+            "team_utilisation_weekly",
+            run=kept_rows(
+                "team_utilisation_weekly",
+                ("util_idle_activity",),
+                changed_from_queries=("derived/activity_windows_changed_from",),
+            ),
+            kept_per_pass=True,
+        ),
+        Step(
+            "mig_packing",
+            run=kept_rows(
+                "mig_packing",
+                ("util_packing_max_activity", "util_packing_headroom"),
+                changed_from_queries=("derived/activity_windows_changed_from",),
+                # The profiles and the nodes' GPU models are not kept by week: a change to either
+                # builds every week again.
+                basis_queries=("derived/mig_packing_basis",),
+            ),
+            kept_per_pass=True,
+        ),
         Step(
             "node_state_intervals",
             run=kept_rows(
@@ -210,6 +248,16 @@ DERIVED_TABLES: tuple[str, ...] = tuple(step.name for step in _steps() if step.t
 the report, the dashboard and the exports read are chosen from (`derived`)."""
 
 
+def run_step(con: duckdb.DuckDBPyConnection, settings: Settings, name: str) -> None:
+    """The step `name` of a pass, run as `compute` runs it (a test building one table from
+    hand-made inputs; the pass's cluster must be set)."""
+    (step,) = [step for step in _steps() if step.name == name]
+    if step.run is None:
+        execute(con, f"derived/{step.name}", settings.sql_params())
+    else:
+        step.run(con, settings)
+
+
 def derived(*names: str) -> tuple[str, ...]:
     """`names`, each checked to be a table of DERIVED_TABLES (a reader's list of what it needs)."""
     unknown = [name for name in names if name not in DERIVED_TABLES]
@@ -239,6 +287,8 @@ BOOKKEEPING_TABLES = frozenset(
         "rank_step_summaries",
         "gpu_inventory_days",
         "node_state_inputs",
+        "job_records_computed",
+        "job_activity",
         "raw_retention",
         "gpu_inventory_pruned",
     }
@@ -530,6 +580,7 @@ def compute(
         drop_previous(con)
         drop_previous_assignments(con)
         execute(con, "derived/kept_conditions_done")
+        execute_script(con, "derived/job_records_done")
         execute(con, "compute/rank_steps_loaded_clear")
         if len(clusters) > 1:
             _publish_collected(con)

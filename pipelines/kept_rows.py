@@ -19,10 +19,18 @@ from pipelines.sql import execute, execute_script, load_sql
 from pipelines.times import FAR_FUTURE, FAR_PAST
 
 
-def _basis(table: str, settings: Settings, basis_settings: tuple[str, ...]) -> str:
+def _basis(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    settings: Settings,
+    basis_settings: tuple[str, ...],
+    basis_queries: tuple[str, ...],
+) -> str:
     params = settings.sql_params()
     digest = hashlib.sha256(load_sql(f"derived/{table}").encode())
     digest.update(repr([(name, params[name]) for name in basis_settings]).encode())
+    for query in basis_queries:
+        digest.update(repr(execute(con, query, params).fetchall()).encode())
     return digest.hexdigest()[:16]
 
 
@@ -31,10 +39,14 @@ def kept_basis(
     settings: Settings,
     table: str,
     basis_settings: tuple[str, ...] = (),
+    basis_queries: tuple[str, ...] = (),
 ) -> tuple[str, bool]:
     """The basis `table`'s rows are built on now, and whether the pass's cluster's kept rows were
-    built on it (True: bring them up to date; False: build them again)."""
-    basis = _basis(table, settings, basis_settings)
+    built on it (True: bring them up to date; False: build them again).
+
+    `basis_queries` (`queries/<name>.sql`) each give a digest of inputs that are not kept by time
+    (reference data, a few columns of `nodes`): when one changes, so does the basis."""
+    basis = _basis(con, table, settings, basis_settings, basis_queries)
     previous = execute(con, "derived/kept_rows_basis_read", {"table_name": table}).fetchall()
     return basis, previous == [(basis,)]
 
@@ -50,14 +62,16 @@ def update_kept_rows(
     table: str,
     basis_settings: tuple[str, ...],
     changed_from_queries: tuple[str, ...] = ("derived/kept_samples_from",),
+    basis_queries: tuple[str, ...] = (),
 ) -> None:
     """The pass's cluster's rows of `table` brought up to date (or rebuilt).
 
     `basis_settings` names the settings its rows depend on besides the data;
     `changed_from_queries` (`queries/<name>.sql`) each give the time from which new data of one
-    kind arrived (NULL: none did); the rows are brought up to date from the earliest.
+    kind arrived (NULL: none did); the rows are brought up to date from the earliest;
+    `basis_queries`: see `kept_basis`.
     """
-    basis, incremental = kept_basis(con, settings, table, basis_settings)
+    basis, incremental = kept_basis(con, settings, table, basis_settings, basis_queries)
     changed_from = FAR_PAST
     if incremental:
         since = [

@@ -21,9 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.compute import compute
+from pipelines.compute import compute, run_step
 from pipelines.config import Settings
-from pipelines.kept_rows import update_kept_rows
 from pipelines.sql import execute
 from pipelines.store import ensure_schema
 from testkit.landing_rows import insert_landing
@@ -515,9 +514,9 @@ def test_mig_packing_profile_choice(model, p95, peak_gib, expected):
         "'j' AS job_id, 0 AS attempt, 'whole_node' AS mapped_by",
         {"ts": T0, "a": p95, "mib": peak_gib * 1024},
     )
-    params = Settings().sql_params()
-    execute(con, "derived/mig_profiles", params)
-    execute(con, "derived/mig_packing", params)
+    execute(con, "compute/pass_cluster", {"cluster": "c"})
+    for step in ("mig_profiles", "job_records_changed", "mig_packing"):
+        run_step(con, Settings(), step)
     rows = con.execute("SELECT profile, gpu_share FROM mig_packing").fetchall()
     if expected is None:
         assert rows == []
@@ -727,11 +726,15 @@ def test_the_utilisation_tables_agree(windows):
                 None if job is None else "labels",
             ],
         )
-    params = Settings().sql_params()
     execute(con, "compute/pass_cluster", {"cluster": "c"})
-    update_kept_rows(con, Settings(), "gpu_utilisation_daily", ("util_idle_activity",))
-    for step in ("job_utilisation", "team_utilisation_weekly"):
-        execute(con, f"derived/{step}", params)
+    for step in (
+        "gpu_utilisation_daily",
+        "job_activity",
+        "job_utilisation",
+        "job_records_changed",
+        "team_utilisation_weekly",
+    ):
+        run_step(con, Settings(), step)
     assert con.execute(
         "SELECT count(*) FROM gpu_utilisation_daily WHERE busy_h > sampled_h + 1e-9 "
         "OR idle_allocated_h > allocated_h + 1e-9 OR allocated_h > sampled_h + 1e-9"

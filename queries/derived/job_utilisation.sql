@@ -26,19 +26,8 @@ WITH allocated AS (
     GROUP BY j.cluster, g.job_id
 ),
 used AS (
-    SELECT cluster, job_id,
-           sum(window_s * gpu_share) / 3600.0 AS measured_gpu_h,
-           sum(window_s * gpu_share * activity) / 3600.0 AS busy_gpu_h,
-           quantile_cont(activity, 0.95) AS p95_activity,
-           max(fb_used_mib) / 1024.0 AS peak_memory_gib,
-           coalesce(sum(window_s * gpu_share) FILTER (WHERE activity < $util_idle_activity), 0) / 3600.0 AS idle_gpu_h,
-           count(DISTINCT (node, gpu, gpu_i_id)) AS gpus_mapped,
-           count(DISTINCT (node, gpu, gpu_i_id)) FILTER (WHERE activity >= $util_idle_activity) AS gpus_used,
-           string_agg(DISTINCT mapped_by, ',' ORDER BY mapped_by) AS mapped_by,
-           bool_or(gpu_i_id IS NOT NULL) AS on_mig
-    FROM gpu_activity_windows
-    WHERE job_id IS NOT NULL
-    GROUP BY cluster, job_id
+    -- The telemetry half, kept per job between computes (queries/derived/job_activity.sql).
+    SELECT * FROM job_activity WHERE cluster = getvariable('pass_cluster')
 )
 SELECT
     ids.cluster,

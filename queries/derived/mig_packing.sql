@@ -16,7 +16,28 @@
 --   packed_gpu_h      gpu_h x gpu_share: what the workload would hold packed on instances
 --   freed_gpu_h       gpu_h - packed_gpu_h
 --   gpus_freed        freed_gpu_h / 168: whole GPUs freed on average over the week
-CREATE OR REPLACE TABLE mig_packing AS
+--
+-- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table, by week as
+-- team_utilisation_weekly is (the weeks from $changed_from's on and the weeks of jobs whose
+-- records changed are built again). The profiles and the nodes' GPU models are part of the basis
+-- (queries/derived/mig_packing_basis.sql): a change to either builds every week again.
+-- Params: $incremental, $changed_from, $util_packing_max_activity, $util_packing_headroom.
+CREATE TABLE IF NOT EXISTS mig_packing (
+    cluster VARCHAR, week VARCHAR, workload VARCHAR, gpu_model VARCHAR, jobs BIGINT, job_ids VARCHAR[],
+    gpu_h DOUBLE, p95_activity DOUBLE, peak_memory_gib DOUBLE, profile VARCHAR, gpu_share DOUBLE,
+    packed_gpu_h DOUBLE, freed_gpu_h DOUBLE, gpus_freed DOUBLE, week_start DATE
+);
+
+DELETE FROM mig_packing
+WHERE cluster = getvariable('pass_cluster')
+  AND (NOT $incremental
+       -- The Monday (UTC) of $changed_from's ISO week (1970-01-05 was a Monday).
+       OR week_start >= CAST(make_timestamp(
+              (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+              + 345600000000) AS DATE)
+       OR week_start IN (SELECT CAST(make_timestamp(week_us) AS DATE) FROM job_weeks_changed));
+
+INSERT INTO mig_packing BY NAME
 WITH whole AS (
     SELECT w.cluster,
            -- The ISO week's Monday (1970-01-05 was one) in epoch microseconds: the week's name is
@@ -28,7 +49,14 @@ WITH whole AS (
     FROM gpu_activity_windows w
     LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
     LEFT JOIN nodes n ON n.cluster = w.cluster AND n.node = w.node
-    WHERE w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
+    WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
+),
+to_sum AS (
+    FROM whole
+    WHERE NOT $incremental
+       OR week_us >= (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+                     + 345600000000
+       OR week_us IN (SELECT week_us FROM job_weeks_changed)
 ),
 workloads AS (
     SELECT cluster, strftime(make_timestamp(week_us), '%G-W%V') AS week, workload, gpu_model,
@@ -37,7 +65,7 @@ workloads AS (
            sum(window_s) / 3600.0 AS gpu_h,
            quantile_cont(activity, 0.95) AS p95_activity,
            max(fb_used_mib) / 1024.0 AS peak_memory_gib
-    FROM whole
+    FROM to_sum
     GROUP BY cluster, week_us, workload, gpu_model
 ),
 fits AS (
@@ -60,4 +88,4 @@ SELECT
     gpu_h * (1 - gpu_share) / 168.0 AS gpus_freed,
     CAST(strptime(week || '-1', '%G-W%V-%u') AS DATE) AS week_start
 FROM fits
-ORDER BY week, cluster, freed_gpu_h DESC, workload
+ORDER BY week, cluster, freed_gpu_h DESC, workload;

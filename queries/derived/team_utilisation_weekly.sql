@@ -9,12 +9,41 @@
 --   idle_gpu_h        measured GPU-hours of windows with activity below $util_idle_activity
 --   jobs              distinct jobs
 --   top_idle_jobs     up to 3 job ids with the most idle GPU-hours that week, most first
-CREATE OR REPLACE TABLE team_utilisation_weekly AS
-WITH per_job AS (
+--
+-- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table: a week's rows
+-- depend on the windows that start that week and their jobs' records alone, so with $incremental
+-- the weeks from $changed_from's on (the earliest window gpu_activity_windows deleted or added)
+-- and the weeks holding windows of a job whose record changed (job_weeks_changed,
+-- queries/derived/job_records_changed.sql) are summed again; every other week stands. Without it
+-- (other settings or code, `compute --force`) every week of the cluster is.
+-- Params: $incremental, $changed_from, $util_idle_activity.
+CREATE TABLE IF NOT EXISTS team_utilisation_weekly (
+    cluster VARCHAR, week VARCHAR, team VARCHAR, queue VARCHAR, measured_gpu_h DOUBLE, busy_gpu_h DOUBLE,
+    busy_share DOUBLE, idle_gpu_h DOUBLE, jobs BIGINT, top_idle_jobs VARCHAR[], week_start DATE
+);
+
+DELETE FROM team_utilisation_weekly
+WHERE cluster = getvariable('pass_cluster')
+  AND (NOT $incremental
+       -- The Monday (UTC) of $changed_from's ISO week (1970-01-05 was a Monday), then the weeks
+       -- of jobs whose records changed.
+       OR week_start >= CAST(make_timestamp(
+              (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+              + 345600000000) AS DATE)
+       OR week_start IN (SELECT CAST(make_timestamp(week_us) AS DATE) FROM job_weeks_changed));
+
+INSERT INTO team_utilisation_weekly BY NAME
+WITH windows AS (
+    SELECT w.*,
+           -- The ISO week's Monday in epoch microseconds: the week's name is formatted once per
+           -- team, not on every window.
+           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us
+    FROM gpu_activity_windows w
+    WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL
+),
+per_job AS (
     SELECT w.cluster,
-           -- The ISO week's Monday (1970-01-05 was one) in epoch microseconds: the week's name is
-           -- formatted once per team, not on every window.
-           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us,
+           w.week_us,
            coalesce(j.team, 'unknown') AS team,
            coalesce(j.queue, 'unknown') AS queue,
            w.job_id,
@@ -22,9 +51,12 @@ WITH per_job AS (
            sum(w.window_s * w.gpu_share * w.activity) / 3600.0 AS busy_gpu_h,
            coalesce(sum(w.window_s * w.gpu_share) FILTER (WHERE w.activity < $util_idle_activity), 0) / 3600.0
                AS idle_gpu_h
-    FROM gpu_activity_windows w
+    FROM windows w
     LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
-    WHERE w.job_id IS NOT NULL
+    WHERE NOT $incremental
+       OR w.week_us >= (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+                       + 345600000000
+       OR w.week_us IN (SELECT week_us FROM job_weeks_changed)
     GROUP BY ALL
 )
 SELECT
@@ -41,4 +73,4 @@ SELECT
     CAST(strptime(week || '-1', '%G-W%V-%u') AS DATE) AS week_start
 FROM per_job
 GROUP BY cluster, week_us, team, queue
-ORDER BY week, cluster, idle_gpu_h DESC, team, queue
+ORDER BY week, cluster, idle_gpu_h DESC, team, queue;
