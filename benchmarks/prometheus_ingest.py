@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -33,8 +33,9 @@ def run(nodes: int, days: int, chunk_s: int, downsample_s: int | None) -> dict:
         began = time.perf_counter()
         written = backfill(frames, work / "data")
         backfill_s = time.perf_counter() - began
-        start = frames["gpu_samples"]["ts"].min()
-        end = frames["gpu_samples"]["ts"].max() + timedelta(seconds=1)
+        start, last = frames["gpu_samples"]["ts"].min(), frames["gpu_samples"]["ts"].max()
+        assert isinstance(start, datetime) and isinstance(last, datetime)  # a Datetime column
+        end = last + timedelta(seconds=1)
         settings = PrometheusSettings(scrape_interval_s=60, chunk_s=chunk_s)
         with prometheus_server(work / "data") as server:
             con = open_store(work / "bench.duckdb")

@@ -275,11 +275,12 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
             print("  compute steps: " + ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest))
     by_stage = {r.stage: r for r in results}
     for update in ("next_hour", "next_day"):
-        parts = [by_stage.get(f"update_{update}_{part}") for part in ("ingest", "compute")]
-        if all(parts):
+        ingest = by_stage.get(f"update_{update}_ingest")
+        compute = by_stage.get(f"update_{update}_compute")
+        if ingest is not None and compute is not None:
             print(
-                f"  update_{update} (ingest + compute): {sum(p.seconds for p in parts):.2f} s wall, "
-                f"{sum(p.cpu_s for p in parts):.2f} s CPU"
+                f"  update_{update} (ingest + compute): {ingest.seconds + compute.seconds:.2f} s wall, "
+                f"{ingest.cpu_s + compute.cpu_s:.2f} s CPU"
             )
     if unavailable:
         print(f"Not in this checkout yet: {', '.join(unavailable)}.")

@@ -14,7 +14,7 @@ import polars as pl
 
 from pipelines.store import insert_gpu_samples
 
-GPU_SAMPLE_SCHEMA = {
+GPU_SAMPLE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "cluster": pl.String,
     "ts": pl.Datetime("us", "UTC"),
     "node": pl.String,

@@ -17,6 +17,7 @@ import tempfile
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import polars as pl
@@ -63,7 +64,7 @@ STATE_EVENTS = [
 
 
 def _state_intervals() -> pl.DataFrame:
-    rows = []
+    rows: list[tuple[str, datetime, datetime, str, str | None]] = []
     for node in NODES:
         cursor = W47
         for n, start, end, state, reason in sorted(STATE_EVENTS, key=lambda e: e[1]):
@@ -181,8 +182,9 @@ def _weekly_summary(node_daily: pl.DataFrame) -> pl.DataFrame:
         part = daily.filter(pl.col("week") == week)
         if cluster != "*":
             part = part.filter(pl.col("cluster") == cluster)
-        up = part["available_s"].sum() + part["degraded_s"].sum()
-        denominator = part["in_fleet_s"].sum() - part["maintenance_s"].sum()
+        # Series.sum() is typed int | float | Decimal; these columns hold seconds (int or float).
+        up = float(part["available_s"].sum()) + float(part["degraded_s"].sum())
+        denominator = float(part["in_fleet_s"].sum()) - float(part["maintenance_s"].sum())
         rows.append(
             (week, cluster, up / denominator, *v, *ESCAPES.get((week, cluster), (None, 0, None)))
         )
@@ -759,7 +761,9 @@ def _landing() -> dict[str, pl.DataFrame]:
         schema=["node", "cluster", "instance_type", "gpu_model", "gpu_count", "nic_expected"],
     )
     half_hours = [W48 + timedelta(minutes=30 * i) for i in range(7 * 48)]
-    conditions, samples = [], []
+    # (ts, node, type, status, reason, message); the hardware condition carries no message.
+    conditions: list[tuple[datetime, str, str, str, str, str | None]] = []
+    samples = []
     for node in ("gpu-000", "gpu-001"):
         for t in half_hours:
             bad = node == "gpu-001" and ts(25, 10) <= t < ts(25, 12)
@@ -984,7 +988,16 @@ def _derived(steps: pl.DataFrame) -> dict[str, pl.DataFrame]:
     }
 
 
-SIMULATED = {"nodes": 8, "days": 3, "seed": 1, "start": "2026-11-22T00:00:00"}
+class SimulationArgs(TypedDict):
+    """`SimulationConfig.create`'s arguments for a simulated test fleet."""
+
+    nodes: int
+    days: int
+    seed: int
+    start: str
+
+
+SIMULATED: SimulationArgs = {"nodes": 8, "days": 3, "seed": 1, "start": "2026-11-22T00:00:00"}
 
 
 def build_app_db(path: Path, fleet: str = "handmade") -> Path:

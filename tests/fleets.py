@@ -57,7 +57,7 @@ class Fleet:
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
         # A job whose nodes span clusters cannot be placed by the loader: it takes its first node's.
         node_cluster = {r["node"]: r["cluster"] for r in self.rows.get("nodes", [])}
-        first_node = {}
+        first_node: dict[str, str | None] = {}  # job_id → its first attempt's first node
         for r in self.rows.get("job_attempts", []):
             first_node.setdefault(r["job_id"], r["nodes"][0] if r["nodes"] else None)
         for table in ("jobs", "job_attempts"):

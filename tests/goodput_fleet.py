@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -152,7 +153,9 @@ def set_node_states(
 
 
 def compute_with_node_states(
-    con: duckdb.DuckDBPyConnection, settings: Any, rows: list[tuple[str, float, float, str]] = ()
+    con: duckdb.DuckDBPyConnection,
+    settings: Any,
+    rows: Sequence[tuple[str, float, float, str]] = (),
 ) -> None:
     """Run `gpufleet compute`, then rebuild the goodput stack over hand-made node states.
 

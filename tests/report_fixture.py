@@ -43,7 +43,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.sql import execute, load_sql, statements
 from pipelines.store import ensure_schema, open_store
-from tests.app_fixture import name_clusters
+from tests.app_fixture import SimulationArgs, name_clusters
 
 NODES = [("n1", "c1"), ("n2", "c1"), ("n3", "c2")]
 
@@ -471,7 +471,7 @@ def computed_fixture(path: Path) -> Path:
     return path
 
 
-SIMULATED_FLEET = {"nodes": 6, "days": 2, "seed": 7, "start": "2026-11-22"}
+SIMULATED_FLEET: SimulationArgs = {"nodes": 6, "days": 2, "seed": 7, "start": "2026-11-22"}
 """A small simulated fleet (Sunday of 2026-W47 and Monday of 2026-W48) with multi-node jobs."""
 
 

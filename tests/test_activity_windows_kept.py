@@ -20,6 +20,8 @@ Loads, each followed by a compute whose rows must equal `compute --force`:
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pipelines.store import open_store
 from tests.kept_cases import at, computed_equals_a_rebuild, load, one_node
 
@@ -36,7 +38,10 @@ def _samples(first: int, end: int) -> list[dict]:
 
 
 def _job(end: int | None) -> dict[str, list[dict]]:
-    state = {"end_ts": at(end) if end is not None else None, "exit_code": 0 if end else None}
+    state: dict[str, datetime | int | str | None] = {
+        "end_ts": at(end) if end is not None else None,
+        "exit_code": 0 if end else None,
+    }
     state["state"] = "succeeded" if end is not None else "running"
     return {
         "jobs": [

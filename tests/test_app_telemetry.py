@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -112,7 +113,8 @@ def _filled_spans(traces: list[go.Scatter]) -> list[tuple[datetime, datetime]]:
     for trace in traces:
         xs = list(trace.x)
         if trace.fill == "toself":
-            runs, run = [], []
+            runs: list[list[Any]] = []  # x values as plotly was given them (datetimes or strings)
+            run: list[Any] = []
             for x in [*xs, None]:
                 if x is None:
                     if run:

@@ -113,7 +113,9 @@ def union_length_s(windows: list[tuple], lo, hi) -> float:
     staleness_s=st.sampled_from([60, 300, 900]),
     require_gpu=st.booleans(),
 )
-def test_state_intervals_cover_each_lifetime_exactly_once(fleet, found, staleness_s, require_gpu):
+def test_state_intervals_cover_each_lifetime_exactly_once(
+    fleet: Fleet, found: list[dict], staleness_s: int, require_gpu: bool
+) -> None:
     con = open_store(":memory:")
     try:
         fleet.load(con)

@@ -93,7 +93,9 @@ def test_the_fleet_has_what_the_patterns_must_cut(fleet):
     assert running_then_ended > 0  # jobs that the first run sees running and a later one ended
 
 
-def test_windows_of_a_partition_deliver_every_stamped_row_once(fleet, tmp_path):
+def test_windows_of_a_partition_deliver_every_stamped_row_once(
+    fleet: tuple[Path, duckdb.DuckDBPyConnection], tmp_path: Path
+) -> None:
     root, _ = fleet
     delivered: dict[str, int] = {}
     for i, (a, b) in enumerate(windows(START, END, 5 * H)):
@@ -174,7 +176,9 @@ def _two_hour_runs_one_late() -> list[Delivery]:
 
 
 @pytest.mark.slow
-def test_kept_detector_episodes_after_every_run_equal_one_compute(fleet, tmp_path):
+def test_kept_detector_episodes_after_every_run_equal_one_compute(
+    fleet: tuple[Path, duckdb.DuckDBPyConnection], tmp_path: Path
+) -> None:
     """The peer and counter detectors keep their episodes between computes (kept_candidates) and
     re-find only those new data can change: after twelve runs, one of them late, computing after each,
     every derived table equals one compute, and a settings change finds them from all history."""

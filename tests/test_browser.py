@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pytest
@@ -21,6 +22,9 @@ import pytest
 from testkit.streamlit_server import CHROMIUM, ROOT, app_server, chromium
 from tests.app_fixture import build_app_db
 from tests.conftest import require
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page, Route
 
 pytestmark = pytest.mark.browser
 
@@ -141,12 +145,12 @@ def test_shareable_urls_open_the_drill_downs(server, browser) -> None:
     page.close()
 
 
-def offline_page(browser):
+def offline_page(browser: Browser) -> tuple[Page, list[str]]:
     """A page on which every request to anything but 127.0.0.1 fails, and is recorded."""
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     outside: list[str] = []
 
-    def route(route) -> None:
+    def route(route: Route) -> None:
         from urllib.parse import urlsplit
 
         url = route.request.url
@@ -259,8 +263,9 @@ print("published", flush=True)
 """
 
 
-def said(process: subprocess.Popen, word: str) -> bool:
+def said(process: subprocess.Popen[str], word: str) -> bool:
     """Read the process's output up to the line `word` (DuckDB's progress bar writes there too)."""
+    assert process.stdout is not None  # started with stdout=PIPE
     for line in process.stdout:
         if line.strip() == word:
             return True
@@ -330,6 +335,7 @@ def test_every_page_is_served_during_a_compute(
                 assert f"Data version {version}," in page.inner_text("body")
                 assert writer.poll() is None  # still writing: it publishes only when told to
             assert said(writer, "computed"), (folder / "writer.log").read_text()[-3000:]
+            assert writer.stdin is not None  # started with stdin=PIPE
             writer.stdin.write("\n")
             writer.stdin.flush()
             assert said(writer, "published")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 import pytest
+from pydantic.dataclasses import is_pydantic_dataclass
 
 from pipelines.config import (
     AvailabilitySettings,
@@ -51,8 +52,15 @@ EXPECTED = {
     Literal: "one of",
 }
 
+
+def _declared(cls: type, name: str) -> Any:
+    """The type a settings section's field declares, without its constraints."""
+    assert is_pydantic_dataclass(cls), cls
+    return _base(cls.__pydantic_fields__[name].annotation)
+
+
 EVERY_SETTING = [
-    (section, f.name, _base(cls.__pydantic_fields__[f.name].annotation))
+    (section, f.name, _declared(cls, f.name))
     for section, cls in SECTIONS.items()
     for f in dataclasses.fields(cls)
 ]

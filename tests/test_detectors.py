@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import pytest
 
 from pipelines.compute import compute
@@ -134,12 +135,12 @@ def test_one_nvlink_counter_under_the_threshold_is_quiet(con):
     assert only(findings(con, fleet), "nvlink_error_rate") == []
 
 
-def test_counter_with_missing_samples(con):
+def test_counter_with_missing_samples(con: duckdb.DuckDBPyConnection) -> None:
     # +2/min from minute 10 but minutes 12..16 are missing: minute 11 adds 2, then the increase over
     # the gap arrives at minute 17 (14 - 2 = 12): the hour's total first reaches 10 at minute 17
     # (without the gap it would have been minute 15). No negative or lost increase.
     fleet = Fleet()
-    series: list = ramp(10, 2.0)
+    series: list[float | None] = [*ramp(10, 2.0)]
     for i in range(12, 17):
         series[i] = None
     fleet.set("n1", 0, SBE, series)

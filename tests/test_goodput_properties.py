@@ -137,7 +137,7 @@ def snapshot(con) -> dict[str, list[tuple]]:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fleets())
-def test_goodput_invariants(tables):
+def test_goodput_invariants(tables: dict[str, list[dict]]) -> None:
     con = connect(":memory:")
     ensure_schema(con)
     load(con, tables)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
+import duckdb
 import polars as pl
 import pytest
 
@@ -730,7 +731,9 @@ def _documented_efa_mapping() -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.integration
-def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(con, tmp_path):
+def test_documented_efa_mapping_counts_adapters_and_sums_error_counters(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     """Series as the EFA node exporter's `amazonefa` collector names and labels them."""
     require(available(), "Prometheus (Debian package `prometheus`)")
     from testkit.prometheus_server import create_blocks

@@ -153,10 +153,10 @@ def assert_nothing_partial_stored_as_complete(con, fleet, source: str) -> None:
         if key.startswith(
             "xid:"
         ):  # both XID queries land the same events: the earlier mark bounds them
-            xid_marks = [marks.get(k) for k in ("xid:count", "xid:last")]
-            if None in xid_marks:
+            count_mark, last_mark = marks.get("xid:count"), marks.get("xid:last")
+            if count_mark is None or last_mark is None:
                 continue
-            mark = min(xid_marks)
+            mark = min(count_mark, last_mark)
             holes = incomplete.get("xid:count", []) + incomplete.get("xid:last", [])
         below = {
             row for row in expected if row[0] < mark and not any(a <= row[0] < b for a, b in holes)

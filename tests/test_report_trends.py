@@ -76,6 +76,7 @@ def test_goodput_groups_split_the_weeks_allocation(tmp_path: Path) -> None:
         "WHERE week = '2026-W48' AND cluster <> '*'"
     ).fetchone()
     con.close()
+    assert stack is not None  # an aggregate query always returns one row
     groups = report.goodput_groups
     assert set(groups["grouping"]) == {"team", "queue"}
     for grouping in ("team", "queue"):

@@ -131,6 +131,7 @@ def test_a_notebook_holding_the_file_open_stops_neither_ingest_nor_compute(
         text=True,
     )
     try:
+        assert notebook.stdin is not None and notebook.stdout is not None  # both piped
         before = json.loads(notebook.stdout.readline())
         assert before["maintenance"] >= 0 and before["summary_rows"] > 0
 

@@ -46,7 +46,9 @@ def fleet() -> dict[str, pl.DataFrame]:
 def demo_ground_truth() -> pl.DataFrame:
     """The default demo fleet's (64 nodes x 7 days) ground truth, planned and scheduled but not scraped."""
     sim = run(SimulationConfig.create(nodes=64, days=7, seed=1, start=START))
-    return pl.from_arrow(record_tables(sim)["ground_truth"])
+    truth = pl.from_arrow(record_tables(sim)["ground_truth"])
+    assert isinstance(truth, pl.DataFrame)  # from a table, not an array
+    return truth
 
 
 def faults_of(fleet: dict[str, pl.DataFrame], kind: str) -> list[dict]:
@@ -648,7 +650,7 @@ def test_nothing_runs_on_a_node_while_it_reboots(fleet):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_demo_queues_stay_short_and_weekly_ettr_steady_over_three_weeks(seed):
+def test_demo_queues_stay_short_and_weekly_ettr_steady_over_three_weeks(seed: int) -> None:
     """The demo's fleet (16 nodes x 21 days, load 0.5): the offered work is what the scheduler
     can serve, so no queue builds up and each week's ETTR (here run time / (end - submit) of the
     jobs that ended in the week, queueing included) stays level. At load 1 the first-attempt wait

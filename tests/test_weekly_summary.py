@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import date
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -216,7 +217,9 @@ def test_a_week_without_jobs_has_null_rates_not_perfect_ones(con):
         max_size=12,
     )
 )
-def test_all_clusters_row_sums_the_clusters(fleet_con, outcomes):
+def test_all_clusters_row_sums_the_clusters(
+    fleet_con: duckdb.DuckDBPyConnection, outcomes: list[tuple[str, int, str, int]]
+) -> None:
     con = fleet_con
     con.execute("DELETE FROM job_outcomes; DELETE FROM attempt_outcomes; DELETE FROM job_attempts")
     for i, (node, day, state, gpus) in enumerate(outcomes):
