@@ -177,3 +177,51 @@ def test_utilisation_keeps_untouched_weeks_and_jobs_and_sums_again_what_changed(
         packing,
         [_packing_row("2026-W48", "j1", H100), _packing_row("2026-W49", "j2", H100)],
     ), packing
+
+
+def test_a_week_whose_windows_come_back_unchanged_is_not_summed_again(tmp_path):
+    """GPU 0 reports across the week boundary: W48 Sunday 23:00-23:59, then W49 Monday
+    00:00-00:59. The W49 load finds GPU 0's 23:59 window again (its next sample is new), but it
+    comes back as it was (60 s, 0.1): W48 and j1 are not summed again, so their overwritten rows
+    stand. A late W48 sample at 23:59:30 (activity 0.5) does change W48: its 23:59 window is now
+    30 s and the new one 30 s, so W48 is summed again, as a rebuild sums it:
+    busy = (59 x 60 x 0.1 + 30 x 0.1 + 30 x 0.5) / 3,600 = 372 / 3,600 GPU-hours, measured 1.0."""
+    con = open_store(tmp_path / "boundary.duckdb")
+    load(
+        con,
+        {
+            "nodes": one_node(1),
+            **_job("j1", "t1", SUNDAY_23H),
+            "gpu_samples": _samples(0, SUNDAY_23H),
+        },
+    )
+    computed_equals_a_rebuild(con, TEAMS, PACKING, JOBS)
+    con.execute("UPDATE team_utilisation_weekly SET busy_gpu_h = 99 WHERE week = '2026-W48'")
+    con.execute("UPDATE mig_packing SET gpu_h = 99 WHERE week = '2026-W48'")
+    con.execute("UPDATE job_activity SET busy_gpu_h = 99 WHERE job_id = 'j1'")
+
+    load(con, {**_job("j2", "t2", MONDAY), "gpu_samples": _samples(0, MONDAY)})
+    compute(con, Settings())
+    teams = con.execute(TEAMS).fetchall()
+    assert [r[4] for r in teams] == [99, 0.1], teams
+    assert [r[5] for r in con.execute(PACKING).fetchall()] == [99, 1.0]
+    assert [r[2] for r in con.execute(JOBS).fetchall()] == [99, 0.1]
+    assert _close(teams[1:], [_team_row("2026-W49", "t2")]), teams
+
+    late = {
+        "ts": MONDAY - MINUTE / 2,
+        "node": "n1",
+        "gpu": 0,
+        "uuid": "GPU-0",
+        "metric": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "value": 0.5,
+    }
+    load(con, {"gpu_samples": [late]})
+    teams, jobs = computed_equals_a_rebuild(con, TEAMS, JOBS)
+    busy = 372 / 3600
+    assert _close(
+        teams,
+        [("2026-W48", "t1", "q", 1.0, busy, busy, 0.0, 1, None), _team_row("2026-W49", "t2")],
+    ), teams
+    # p95 of 61 windows with one at 0.5: still 0.1.
+    assert _close(jobs[:1], [("j1", 1.0, busy, 0.1, 5000 / 1024, 0.0, 1, 1, "whole_node")]), jobs

@@ -120,6 +120,20 @@ LEFT JOIN activity_read r
     ON r.node = c.node AND r.gpu = c.gpu AND r.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
 GROUP BY c.node, c.gpu, c.gpu_i_id;
 
+-- The rows before $changed_from about to be found again (a GPU's last one or two), as they
+-- stand: they usually come back as they were (a window keeps its length when the next sample
+-- comes at the usual interval), and the tables summed from these rows then need not sum again
+-- from before $changed_from (the week before, for the first hour of a week).
+CREATE OR REPLACE TEMP TABLE activity_removed AS
+SELECT w.*
+FROM gpu_activity_windows w
+SEMI JOIN activity_scope c
+    ON w.node = c.node AND w.gpu = c.gpu AND w.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
+   AND w.start_ts >= c.rows_from
+WHERE $incremental AND w.cluster = getvariable('pass_cluster')
+  AND w.start_ts >= (SELECT min(rows_from) FROM activity_scope)
+  AND w.start_ts < $changed_from::TIMESTAMPTZ;
+
 DELETE FROM gpu_activity_windows w
 USING activity_scope c
 WHERE w.cluster = getvariable('pass_cluster') AND w.node = c.node AND w.gpu = c.gpu
@@ -147,8 +161,7 @@ FULL JOIN then_held t
 WHERE n.node IS NULL OR t.node IS NULL OR n.end_us <> t.end_us;
 
 CREATE OR REPLACE TEMP TABLE activity_rejoin AS
-SELECT DISTINCT w.cluster, w.node, w.gpu, w.gpu_i_id, w.gpu_i_profile, w.start_ts, w.window_s,
-       w.activity, w.fb_used_mib, w.gpu_share
+SELECT DISTINCT w.*
 FROM gpu_activity_windows w
 SEMI JOIN activity_reassigned r
     ON r.node = w.node AND r.gpu = w.gpu AND r.lo_us <= epoch_us(w.start_ts) AND epoch_us(w.start_ts) < r.hi_us
@@ -161,8 +174,10 @@ WHERE w.cluster = getvariable('pass_cluster') AND w.gpu_i_id IS NULL AND w.node 
   AND w.gpu = r.gpu AND w.start_ts = r.start_ts
   AND w.start_ts >= (SELECT min(start_ts) FROM activity_rejoin);
 
+INSERT INTO activity_removed FROM activity_rejoin;
+
 INSERT INTO gpu_activity_windows
-SELECT r.*, a.job_id, a.attempt, a.mapped_by
+SELECT r.* EXCLUDE (job_id, attempt, mapped_by), a.job_id, a.attempt, a.mapped_by
 FROM activity_rejoin r
 LEFT JOIN gpu_job_assignments a
     ON a.cluster = r.cluster AND a.node = r.node AND a.gpu = r.gpu
@@ -212,13 +227,35 @@ SELECT
 FROM assigned s
 WHERE s.window_s > 0;
 
--- Where the pass's rows changed, for the tables summed from them by day
--- (queries/derived/activity_windows_changed_from.sql): from the earliest row deleted or added
--- (NULL: none was); every row when they were all built again.
+-- The same rows found again, and the rows re-attributed as they are now, to compare with those
+-- removed (none to compare when every row was built again).
+CREATE OR REPLACE TEMP TABLE activity_added AS
+SELECT w.*
+FROM gpu_activity_windows w
+SEMI JOIN activity_scope c
+    ON w.node = c.node AND w.gpu = c.gpu AND w.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
+   AND w.start_ts >= c.rows_from
+WHERE $incremental AND w.cluster = getvariable('pass_cluster')
+  AND w.start_ts >= (SELECT min(rows_from) FROM activity_scope)
+  AND w.start_ts < $changed_from::TIMESTAMPTZ
+UNION ALL
+SELECT w.*
+FROM gpu_activity_windows w
+SEMI JOIN activity_rejoin r
+    ON w.node = r.node AND w.gpu = r.gpu AND w.start_ts = r.start_ts
+WHERE $incremental AND w.cluster = getvariable('pass_cluster') AND w.gpu_i_id IS NULL
+  AND w.start_ts >= (SELECT min(start_ts) FROM activity_rejoin);
+
+-- Where the pass's rows changed, for the tables summed from them by day, week or job
+-- (queries/derived/activity_windows_changed_from.sql): $changed_from when a GPU's rows from there
+-- on were found again (they are taken as changed: comparing them would cost more than summing
+-- them), else from the earliest row before it or re-attributed that did not come back as it was
+-- (NULL: none); every row when they were all built again.
 CREATE OR REPLACE TEMP TABLE activity_windows_changed AS
 SELECT CASE WHEN $incremental
-            THEN least((SELECT min(rows_from) FROM activity_scope),
-                       (SELECT min(start_ts) FROM activity_rejoin))
+            THEN least((SELECT CASE WHEN count(*) > 0 THEN $changed_from::TIMESTAMPTZ END FROM activity_scope),
+                       (SELECT min(start_ts) FROM (FROM activity_removed EXCEPT ALL FROM activity_added)),
+                       (SELECT min(start_ts) FROM (FROM activity_added EXCEPT ALL FROM activity_removed)))
             ELSE $changed_from::TIMESTAMPTZ END AS from_ts;
 
 DROP VIEW activity_source;
@@ -226,3 +263,5 @@ DROP TABLE activity_read;
 DROP TABLE activity_scope;
 DROP TABLE activity_reassigned;
 DROP TABLE activity_rejoin;
+DROP TABLE activity_removed;
+DROP TABLE activity_added;

@@ -15,7 +15,7 @@
 --
 -- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table: a day's row
 -- depends on the windows that start that day alone, so with $incremental the days from
--- $changed_from's on (the earliest window of the pass that gpu_activity_windows deleted or added,
+-- $changed_from's on (the earliest window of the pass that gpu_activity_windows changed,
 -- queries/derived/activity_windows_changed_from.sql) are summed again and every earlier day
 -- stands. Without it (other settings or code, `compute --force`) every day of the cluster is.
 -- Params: $incremental, $changed_from, $util_idle_activity.

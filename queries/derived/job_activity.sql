@@ -4,7 +4,7 @@
 --
 -- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table. A job's row
 -- depends on its windows alone, and the windows that start before $changed_from (the earliest
--- window gpu_activity_windows deleted or added this compute) are unchanged; so with $incremental
+-- window gpu_activity_windows changed this compute) are unchanged; so with $incremental
 -- the jobs with a window from $changed_from on, now or in their kept row, are summed again from
 -- all their windows, and every other job's row stands. Without it (other settings or code,
 -- `compute --force`) every job of the cluster is.

@@ -50,6 +50,13 @@ WITH whole AS (
     LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
     LEFT JOIN nodes n ON n.cluster = w.cluster AND n.node = w.node
     WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
+      -- Read from the first week summed again on: a bound on start_ts itself, which reaches the
+      -- scan (the week filter below, with its subquery, is applied only after the joins).
+      AND (NOT $incremental
+           OR w.start_ts >= (SELECT to_timestamp(least(
+                  (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+                  + 345600000000,
+                  min(week_us)) // 1000000) FROM job_weeks_changed))
 ),
 to_sum AS (
     FROM whole

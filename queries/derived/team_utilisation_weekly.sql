@@ -12,7 +12,7 @@
 --
 -- Kept between computes (pipelines/kept_rows.py), every cluster's rows in one table: a week's rows
 -- depend on the windows that start that week and their jobs' records alone, so with $incremental
--- the weeks from $changed_from's on (the earliest window gpu_activity_windows deleted or added)
+-- the weeks from $changed_from's on (the earliest window gpu_activity_windows changed)
 -- and the weeks holding windows of a job whose record changed (job_weeks_changed,
 -- queries/derived/job_records_changed.sql) are summed again; every other week stands. Without it
 -- (other settings or code, `compute --force`) every week of the cluster is.
@@ -40,6 +40,13 @@ WITH windows AS (
            (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us
     FROM gpu_activity_windows w
     WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL
+      -- Read from the first week summed again on: a bound on start_ts itself, which reaches the
+      -- scan (the week filter below, with its subquery, is applied only after the joins).
+      AND (NOT $incremental
+           OR w.start_ts >= (SELECT to_timestamp(least(
+                  (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
+                  + 345600000000,
+                  min(week_us)) // 1000000) FROM job_weeks_changed))
 ),
 per_job AS (
     SELECT w.cluster,
