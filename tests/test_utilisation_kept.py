@@ -129,6 +129,13 @@ def _close(rows: list[tuple], expected: list[tuple]) -> bool:
     return True
 
 
+def _overwrite_w48_and_j1(con) -> None:
+    """Rows overwritten: a compute that summed W48 or j1 again would put them back."""
+    con.execute("UPDATE team_utilisation_weekly SET busy_gpu_h = 99 WHERE week = '2026-W48'")
+    con.execute("UPDATE mig_packing SET gpu_h = 99 WHERE week = '2026-W48'")
+    con.execute("UPDATE job_activity SET busy_gpu_h = 99 WHERE job_id = 'j1'")
+
+
 A100 = "NVIDIA A100 80GB PCIe"
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -145,10 +152,7 @@ def test_utilisation_keeps_untouched_weeks_and_jobs_and_sums_again_what_changed(
     assert _close(packing, [_packing_row("2026-W48", "j1", A100)]), packing
     assert _close(jobs, [_job_row("j1")]), jobs
 
-    # Rows overwritten: a compute that summed W48 or j1 again would put them back.
-    con.execute("UPDATE team_utilisation_weekly SET busy_gpu_h = 99 WHERE week = '2026-W48'")
-    con.execute("UPDATE mig_packing SET gpu_h = 99 WHERE week = '2026-W48'")
-    con.execute("UPDATE job_activity SET busy_gpu_h = 99 WHERE job_id = 'j1'")
+    _overwrite_w48_and_j1(con)
     load(con, {**_job("j2", "t2", MONDAY), "gpu_samples": _samples(1, MONDAY)})
     compute(con, Settings())
     teams = con.execute(TEAMS).fetchall()
@@ -196,9 +200,7 @@ def test_a_week_whose_windows_come_back_unchanged_is_not_summed_again(tmp_path):
         },
     )
     computed_equals_a_rebuild(con, TEAMS, PACKING, JOBS)
-    con.execute("UPDATE team_utilisation_weekly SET busy_gpu_h = 99 WHERE week = '2026-W48'")
-    con.execute("UPDATE mig_packing SET gpu_h = 99 WHERE week = '2026-W48'")
-    con.execute("UPDATE job_activity SET busy_gpu_h = 99 WHERE job_id = 'j1'")
+    _overwrite_w48_and_j1(con)
 
     load(con, {**_job("j2", "t2", MONDAY), "gpu_samples": _samples(0, MONDAY)})
     compute(con, Settings())

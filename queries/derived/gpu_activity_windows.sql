@@ -120,19 +120,24 @@ LEFT JOIN activity_read r
     ON r.node = c.node AND r.gpu = c.gpu AND r.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
 GROUP BY c.node, c.gpu, c.gpu_i_id;
 
--- The rows before $changed_from about to be found again (a GPU's last one or two), as they
--- stand: they usually come back as they were (a window keeps its length when the next sample
--- comes at the usual interval), and the tables summed from these rows then need not sum again
--- from before $changed_from (the week before, for the first hour of a week).
-CREATE OR REPLACE TEMP TABLE activity_removed AS
+-- The rows before $changed_from that are found again (a GPU's last one or two; none when every
+-- row is built again). They usually come back as they were (a window keeps its length when the
+-- next sample comes at the usual interval), and the tables summed from these rows then need not
+-- sum again from before $changed_from (the week before, for the first hour of a week): kept as
+-- they stand here, compared with what this view shows after the insert.
+SET VARIABLE activity_compare_before = CASE WHEN $incremental THEN $changed_from::TIMESTAMPTZ END;
+
+CREATE OR REPLACE TEMP VIEW activity_found_again AS
 SELECT w.*
 FROM gpu_activity_windows w
 SEMI JOIN activity_scope c
     ON w.node = c.node AND w.gpu = c.gpu AND w.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
    AND w.start_ts >= c.rows_from
-WHERE $incremental AND w.cluster = getvariable('pass_cluster')
+WHERE w.cluster = getvariable('pass_cluster')
   AND w.start_ts >= (SELECT min(rows_from) FROM activity_scope)
-  AND w.start_ts < $changed_from::TIMESTAMPTZ;
+  AND w.start_ts < getvariable('activity_compare_before');
+
+CREATE OR REPLACE TEMP TABLE activity_removed AS FROM activity_found_again;
 
 DELETE FROM gpu_activity_windows w
 USING activity_scope c
@@ -230,14 +235,7 @@ WHERE s.window_s > 0;
 -- The same rows found again, and the rows re-attributed as they are now, to compare with those
 -- removed (none to compare when every row was built again).
 CREATE OR REPLACE TEMP TABLE activity_added AS
-SELECT w.*
-FROM gpu_activity_windows w
-SEMI JOIN activity_scope c
-    ON w.node = c.node AND w.gpu = c.gpu AND w.gpu_i_id IS NOT DISTINCT FROM c.gpu_i_id
-   AND w.start_ts >= c.rows_from
-WHERE $incremental AND w.cluster = getvariable('pass_cluster')
-  AND w.start_ts >= (SELECT min(rows_from) FROM activity_scope)
-  AND w.start_ts < $changed_from::TIMESTAMPTZ
+FROM activity_found_again
 UNION ALL
 SELECT w.*
 FROM gpu_activity_windows w
@@ -259,6 +257,8 @@ SELECT CASE WHEN $incremental
             ELSE $changed_from::TIMESTAMPTZ END AS from_ts;
 
 DROP VIEW activity_source;
+DROP VIEW activity_found_again;
+RESET VARIABLE activity_compare_before;
 DROP TABLE activity_read;
 DROP TABLE activity_scope;
 DROP TABLE activity_reassigned;
