@@ -31,18 +31,13 @@ CREATE TABLE IF NOT EXISTS mig_packing (
 DELETE FROM mig_packing
 WHERE cluster = getvariable('pass_cluster')
   AND (NOT $incremental
-       -- The Monday (UTC) of $changed_from's ISO week (1970-01-05 was a Monday).
-       OR week_start >= CAST(make_timestamp(
-              (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-              + 345600000000) AS DATE)
-       OR week_start IN (SELECT CAST(make_timestamp(week_us) AS DATE) FROM job_weeks_changed));
+       OR week_summed_again(epoch_us(week_start::TIMESTAMP), $changed_from::TIMESTAMPTZ));
 
 INSERT INTO mig_packing BY NAME
 WITH whole AS (
     SELECT w.cluster,
-           -- The ISO week's Monday (1970-01-05 was one) in epoch microseconds: the week's name is
-           -- formatted once per workload, not on every window.
-           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us,
+           -- The week as a number: its name is formatted once per workload, not on every window.
+           iso_week_us(w.start_ts) AS week_us,
            coalesce(j.name, coalesce(j.team, 'unknown') || '/' || coalesce(j.queue, 'unknown')) AS workload,
            coalesce(n.gpu_model, 'unknown') AS gpu_model,
            w.job_id, w.window_s, w.activity, w.fb_used_mib
@@ -52,18 +47,11 @@ WITH whole AS (
     WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL AND w.gpu_i_id IS NULL
       -- Read from the first week summed again on: a bound on start_ts itself, which reaches the
       -- scan (the week filter below, with its subquery, is applied only after the joins).
-      AND (NOT $incremental
-           OR w.start_ts >= (SELECT to_timestamp(least(
-                  (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-                  + 345600000000,
-                  min(week_us)) // 1000000) FROM job_weeks_changed))
+      AND (NOT $incremental OR w.start_ts >= first_week_summed_again($changed_from::TIMESTAMPTZ))
 ),
 to_sum AS (
     FROM whole
-    WHERE NOT $incremental
-       OR week_us >= (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-                     + 345600000000
-       OR week_us IN (SELECT week_us FROM job_weeks_changed)
+    WHERE NOT $incremental OR week_summed_again(week_us, $changed_from::TIMESTAMPTZ)
 ),
 workloads AS (
     SELECT cluster, strftime(make_timestamp(week_us), '%G-W%V') AS week, workload, gpu_model,

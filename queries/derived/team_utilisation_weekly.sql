@@ -25,28 +25,18 @@ CREATE TABLE IF NOT EXISTS team_utilisation_weekly (
 DELETE FROM team_utilisation_weekly
 WHERE cluster = getvariable('pass_cluster')
   AND (NOT $incremental
-       -- The Monday (UTC) of $changed_from's ISO week (1970-01-05 was a Monday), then the weeks
-       -- of jobs whose records changed.
-       OR week_start >= CAST(make_timestamp(
-              (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-              + 345600000000) AS DATE)
-       OR week_start IN (SELECT CAST(make_timestamp(week_us) AS DATE) FROM job_weeks_changed));
+       OR week_summed_again(epoch_us(week_start::TIMESTAMP), $changed_from::TIMESTAMPTZ));
 
 INSERT INTO team_utilisation_weekly BY NAME
 WITH windows AS (
     SELECT w.*,
-           -- The ISO week's Monday in epoch microseconds: the week's name is formatted once per
-           -- team, not on every window.
-           (epoch_us(w.start_ts) - 345600000000) // 604800000000 * 604800000000 + 345600000000 AS week_us
+           -- The week as a number: its name is formatted once per team, not on every window.
+           iso_week_us(w.start_ts) AS week_us
     FROM gpu_activity_windows w
     WHERE w.cluster = getvariable('pass_cluster') AND w.job_id IS NOT NULL
       -- Read from the first week summed again on: a bound on start_ts itself, which reaches the
       -- scan (the week filter below, with its subquery, is applied only after the joins).
-      AND (NOT $incremental
-           OR w.start_ts >= (SELECT to_timestamp(least(
-                  (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-                  + 345600000000,
-                  min(week_us)) // 1000000) FROM job_weeks_changed))
+      AND (NOT $incremental OR w.start_ts >= first_week_summed_again($changed_from::TIMESTAMPTZ))
 ),
 per_job AS (
     SELECT w.cluster,
@@ -60,10 +50,7 @@ per_job AS (
                AS idle_gpu_h
     FROM windows w
     LEFT JOIN jobs j ON j.cluster = w.cluster AND j.job_id = w.job_id
-    WHERE NOT $incremental
-       OR w.week_us >= (epoch_us($changed_from::TIMESTAMPTZ) - 345600000000) // 604800000000 * 604800000000
-                       + 345600000000
-       OR w.week_us IN (SELECT week_us FROM job_weeks_changed)
+    WHERE NOT $incremental OR week_summed_again(w.week_us, $changed_from::TIMESTAMPTZ)
     GROUP BY ALL
 )
 SELECT
