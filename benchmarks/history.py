@@ -5,7 +5,8 @@ the database is built from scratch (ingest + compute of the weeks before the upd
 timed), then the same hour after them is loaded and computed, timed as the bench stages
 are (own process, CPU seconds from `wait4`): on one copy of the database as a scheduled run does
 it (`ingest files ... --compute`: one private copy of the file, published once), on another as
-two commands (`ingest`, then `compute`). Output: a table and `bench-results/history-<scale>.json`.
+two commands (`ingest`, then `compute`). Output: a table and `bench-results/history-<scale>.json`
+(with the scheduled update's compute step by step, `update_steps_s`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from benchmarks.run import SCALES, WEEK_START, run_measured
+from benchmarks.run import SCALES, WEEK_START, compute_steps, run_measured
 from pipelines.simulator.deliveries import deliver
 
 HISTORY_WEEKS = (1, 2, 4)
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> Path:
     )
     update = workdir / "next_hour"
     deliver(landing, update, update_start, update_start + timedelta(hours=1))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for weeks in HISTORY_WEEKS:
         history, db = workdir / f"history-{weeks}w", workdir / f"fleet-{weeks}w.duckdb"
         deliver(landing, history, update_start - timedelta(weeks=weeks), update_start)
@@ -103,6 +105,8 @@ def main(argv: list[str] | None = None) -> Path:
                 "update_compute_cpu_s": round(compute[1], 2),
                 "db_bytes": db.stat().st_size,
                 "load_1m": round(os.getloadavg()[0], 2),
+                # What grows with the history, step by step (`ingest --compute`'s compute).
+                "update_steps_s": compute_steps(one[3]),
             }
         )
         shutil.rmtree(history)

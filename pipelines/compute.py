@@ -20,6 +20,7 @@ import duckdb
 from pipelines.config import Settings
 from pipelines.contract import LANDING_TABLES, STORAGE_TABLES
 from pipelines.errors import DatabaseMissingError
+from pipelines.serving import out_of_memory
 from pipelines.sql import execute, execute_script, quote_ident, quote_literal
 from pipelines.store import data_version, ensure_schema
 
@@ -95,6 +96,18 @@ def summarise_steps(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     update_step_summaries(con, settings)
 
 
+def narrow_goodput_jobs(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.goodput_kept import narrow_to_changed_jobs
+
+    narrow_to_changed_jobs(con, settings)
+
+
+def add_kept_goodput_rows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
+    from pipelines.goodput_kept import add_kept_goodput_rows as add_rows
+
+    add_rows(con, settings)
+
+
 def build_activity_windows(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """The pass's rows of gpu_activity_windows brought up to date, then the per-scrape table
     goes: its last reader."""
@@ -123,12 +136,16 @@ def _steps() -> list[Step]:
         # Kept between computes, per cluster (pipelines/step_summaries.py): one row per logged
         # step, what goodput_steps reads of the step's ranks.
         Step("rank_step_summaries", run=summarise_steps, table=False),
+        # Kept per job (pipelines/goodput_kept.py): the next four steps build only the jobs whose
+        # inputs changed since the last compute, then the others' rows are added back.
+        Step("goodput_jobs", run=narrow_goodput_jobs, table=False),
         Step("goodput_steps"),
         Step(
             "job_stalls"
         ),  # hangs from the step logs; goodput_segments counts failed ones as wasted
         Step("goodput_segments"),
         Step("job_goodput"),
+        Step("goodput_kept_rows", run=add_kept_goodput_rows, table=False),
         Step("rank_slowdown", run=build_rank_slowdown),
         # The pass's cluster's rows of the kept per-scrape table gpu_scrapes (updated before the
         # passes, below), as the temporary view `detect_gpu_scrapes` the detectors and
@@ -280,6 +297,7 @@ BOOKKEEPING_TABLES = frozenset(
         "node_conditions_loaded",
         "kept_tables",
         "rank_slowdown_inputs",
+        "goodput_inputs",
         "kept_candidates",
         "kept_candidates_basis",
         "kept_rows_basis",
@@ -524,21 +542,30 @@ def compute(
     params = settings.sql_params()
     timings: dict[str, float] = {}
     started = time.perf_counter()
+    running = "setup"  # the step under way, named if it runs out of memory
+
+    def begin(step_name: str) -> None:
+        nonlocal running
+        running = step_name
+        if progress:
+            progress(step_name)
+
     con.execute("BEGIN TRANSACTION")
     try:
         from pipelines.activity_windows import (
             drop_previous_assignments,
             keep_previous_assignments,
         )
+        from pipelines.goodput_kept import drop_previous_goodput, keep_previous_goodput
         from pipelines.rank_slowdown import drop_previous, keep_previous
         from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
 
-        if progress:
-            progress("gpu_scrapes")
+        begin("gpu_scrapes")
         t0 = time.perf_counter()
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
         keep_previous(con, rebuild=force)
+        keep_previous_goodput(con, rebuild=force)
         keep_previous_assignments(con)
         if force:
             # Every kept table's rows are built again from all samples, in the shape their SQL
@@ -563,8 +590,7 @@ def compute(
             for step in _steps():
                 if step.kept:
                     continue
-                if progress:
-                    progress(step.name)
+                begin(step.name)
                 t0 = time.perf_counter()
                 if step.run is None:
                     execute(con, f"derived/{step.name}", params)
@@ -578,17 +604,18 @@ def compute(
                 _unscope(con)
             _collect(con, cluster, first=i == 0, only=len(clusters) == 1)
         drop_previous(con)
+        drop_previous_goodput(con)
         drop_previous_assignments(con)
         execute(con, "derived/kept_conditions_done")
         execute_script(con, "derived/job_records_done")
         execute(con, "compute/rank_steps_loaded_clear")
         if len(clusters) > 1:
             _publish_collected(con)
+            begin("weekly_summary")
             t0 = time.perf_counter()
             _all_clusters_weekly(con, params)
             timings["weekly_summary"] += time.perf_counter() - t0
-        if progress:
-            progress("gpu_samples_15m")
+        begin("gpu_samples_15m")
         t0 = time.perf_counter()
         update_gpu_samples_15m(con, rebuild=force)
         timings["gpu_samples_15m"] = time.perf_counter() - t0
@@ -602,7 +629,9 @@ def compute(
             },
         )
         con.execute("COMMIT")
-    except BaseException:
+    except BaseException as e:
         con.execute("ROLLBACK")
+        if isinstance(e, (MemoryError, duckdb.OutOfMemoryException)):
+            raise out_of_memory(e, f"compute step `{running}`") from None
         raise
     return ComputeResult(False, version, timings)

@@ -479,6 +479,18 @@ def storage_error(e: OSError, where: Path, doing: str = "write in") -> StorageEr
     )
 
 
+def out_of_memory(e: BaseException, during: str | None = None) -> OutOfMemoryError:
+    """The one-line error for DuckDB or Python running out of memory (`during`: in what)."""
+    limit = os.environ.get("GPUFLEET_MEMORY_LIMIT")
+    return OutOfMemoryError(
+        "Out of memory"
+        + (f" in {during}" if during else "")
+        + (f" under GPUFLEET_MEMORY_LIMIT={limit}" if limit else "")
+        + (f": {first_line(e)}" if str(e) else "."),
+        "Raise GPUFLEET_MEMORY_LIMIT (or free memory) and run again; the database is unchanged.",
+    )
+
+
 def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None:
     """A one-line error for a fault of the machine or the file, or None for anything else."""
     if isinstance(e, GpufleetError):
@@ -486,13 +498,7 @@ def explain(e: BaseException, where: Path | None = None) -> GpufleetError | None
     if isinstance(e, OSError) and e.errno in _DISK_FULL + _READ_ONLY:
         return storage_error(e, Path(e.filename) if e.filename else (where or Path(".")))
     if isinstance(e, (MemoryError, duckdb.OutOfMemoryException)):
-        limit = os.environ.get("GPUFLEET_MEMORY_LIMIT")
-        return OutOfMemoryError(
-            "Out of memory"
-            + (f" under GPUFLEET_MEMORY_LIMIT={limit}" if limit else "")
-            + (f": {first_line(e)}" if str(e) else "."),
-            "Raise GPUFLEET_MEMORY_LIMIT (or free memory) and run again; the database is unchanged.",
-        )
+        return out_of_memory(e)
     if isinstance(e, duckdb.Error):
         text = str(e)
         lower = text.lower()

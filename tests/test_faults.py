@@ -198,3 +198,19 @@ def test_python_running_out_of_memory_is_one_line(db: Path) -> None:
     )
     done = run_python(["-c", script, str(db)], env=ENV, cwd=ROOT)
     assert one_error_line(done).startswith("Error: Out of memory")
+
+
+def test_running_out_of_memory_in_a_compute_step_names_the_step(db: Path) -> None:
+    """Which step ran out tells the SRE what to look at (and what GPUFLEET_MEMORY_LIMIT starves)."""
+    before = db.read_bytes()
+    script = (
+        "import sys; import pipelines.rank_slowdown as r\n"
+        "def boom(*a, **k): raise MemoryError()\n"
+        "r.stream_rank_tables = boom\n"
+        "sys.argv = ['gpufleet', '--db', sys.argv[1], 'compute', '--force']\n"
+        "from pipelines.cli import main; main()\n"
+    )
+    done = run_python(["-c", script, str(db)], env=ENV, cwd=ROOT)
+    assert one_error_line(done) == "Error: Out of memory in compute step `rank_slowdown`."
+    assert db.read_bytes() == before
+    no_leftovers(db)

@@ -222,6 +222,18 @@ CREATE TABLE IF NOT EXISTS rank_slowdown_inputs (
     basis   VARCHAR NOT NULL
 );
 
+-- What the last compute built each job's goodput_steps, job_stalls, goodput_segments and
+-- job_goodput rows from: a digest of the job's goodput_attempts and goodput_checkpoints rows, its
+-- step summaries and whether its records have an end (queries/derived/goodput_jobs.sql), and the
+-- settings and code that built them. A job whose digest and basis are unchanged keeps its rows;
+-- `compute --force` empties this table.
+CREATE TABLE IF NOT EXISTS goodput_inputs (
+    cluster VARCHAR NOT NULL,
+    job_id  VARCHAR NOT NULL,
+    inputs  HUGEINT NOT NULL,
+    basis   VARCHAR NOT NULL
+);
+
 -- The candidates of the detectors kept between computes (pipelines/detectors/__init__.py
 -- KEPT_DETECTORS), per cluster and detector, with the settings and code that found them: a compute
 -- re-finds only the episodes that new data can still change and keeps the settled ones.
