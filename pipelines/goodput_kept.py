@@ -14,15 +14,13 @@ horizon, every compute. New settings or new code build every job again, as does
 
 from __future__ import annotations
 
-import hashlib
-
 import duckdb
 
 from pipelines.config import Settings
+from pipelines.kept_rows import code_basis, drop_set_aside, set_aside
 from pipelines.sql import execute, execute_script, queries_dir, quote_ident
 
 KEPT_PER_JOB = ("goodput_steps", "job_stalls", "goodput_segments", "job_goodput")
-_PREVIOUS = "previous_"
 _NARROWED = "goodput_attempts"
 
 # The code a job's rows come from: a change to any of it builds every job again.
@@ -31,30 +29,23 @@ _CODE = tuple(queries_dir() / "derived" / f"{name}.sql" for name in (*KEPT_PER_J
 
 def basis(settings: Settings) -> str:
     """What besides a job's own inputs its rows depend on: the settings and the code."""
-    digest = hashlib.sha256(repr(sorted(settings.sql_params().items())).encode())
-    for path in _CODE:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return code_basis(settings, _CODE)
 
 
 def keep_previous_goodput(con: duckdb.DuckDBPyConnection, *, rebuild: bool) -> None:
     """Before a compute's passes: set the last compute's four tables aside (temporary tables
     `previous_<table>`; the passes build the tables anew), or, with `rebuild` or without all of
     them, forget every job's digest so that every job is built."""
-    for table in KEPT_PER_JOB:
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
     present = execute(con, "compute/goodput_kept_present", {"tables": list(KEPT_PER_JOB)})
-    if rebuild or present.fetchall()[0][0] != len(KEPT_PER_JOB):
+    keep = not rebuild and present.fetchall()[0][0] == len(KEPT_PER_JOB)
+    set_aside(con, KEPT_PER_JOB, keep=keep)
+    if not keep:
         execute(con, "compute/goodput_inputs_forget")
-        return
-    for table in KEPT_PER_JOB:
-        con.execute(f"CREATE TEMP TABLE {_PREVIOUS}{table} AS SELECT * FROM main.{table}")
 
 
 def drop_previous_goodput(con: duckdb.DuckDBPyConnection) -> None:
     """After the passes: the set-aside tables are no longer needed."""
-    for table in KEPT_PER_JOB:
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
+    drop_set_aside(con, KEPT_PER_JOB)
 
 
 def narrow_to_changed_jobs(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:

@@ -11,6 +11,7 @@ or a table not yet kept) build the cluster's rows from all samples.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import duckdb
 
@@ -82,3 +83,34 @@ def update_kept_rows(
     params = settings.sql_params() | {"incremental": incremental, "changed_from": changed_from}
     execute_script(con, f"derived/{table}", params)
     record_basis(con, table, basis)
+
+
+def code_basis(settings: Settings, code: tuple[Path, ...]) -> str:
+    """A digest of every setting and of the files `code`: the basis of rows kept per job, which
+    any change to either builds again."""
+    digest = hashlib.sha256(repr(sorted(settings.sql_params().items())).encode())
+    for path in code:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+SET_ASIDE_PREFIX = "previous_"
+"""Set-aside copies of kept-per-job tables are the temporary tables `previous_<table>`."""
+
+
+def set_aside(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], *, keep: bool) -> None:
+    """Before a compute's passes: drop older set-aside copies of `tables`, and with `keep` copy
+    the last compute's rows aside (the passes then build the tables anew and take the kept jobs'
+    rows from the copies)."""
+    for table in tables:
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{SET_ASIDE_PREFIX}{table}")
+    if keep:
+        for table in tables:
+            con.execute(
+                f"CREATE TEMP TABLE {SET_ASIDE_PREFIX}{table} AS SELECT * FROM main.{table}"
+            )
+
+
+def drop_set_aside(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:
+    """After the passes: the set-aside copies are no longer needed."""
+    set_aside(con, tables, keep=False)

@@ -21,7 +21,6 @@ history. New settings or new code recompute every job, as does `compute --force`
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import cast
 
@@ -32,6 +31,7 @@ from scipy import stats
 
 from pipelines.config import Settings
 from pipelines.episodes import EPISODE_COLUMNS, EpisodeParams, attempt_episodes
+from pipelines.kept_rows import SET_ASIDE_PREFIX, code_basis, drop_set_aside, set_aside
 from pipelines.sql import bind, execute, execute_script, load_sql, queries_dir
 
 RANK_SLOWDOWN_COLUMNS: dict[str, pl.DataType] = {
@@ -252,14 +252,11 @@ _CODE = (
 
 def basis(settings: Settings) -> str:
     """What besides a job's own steps its rows depend on: the settings and the code."""
-    digest = hashlib.sha256(repr(sorted(settings.sql_params().items())).encode())
-    for path in _CODE:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return code_basis(settings, _CODE)
 
 
 _KEPT = ("rank_slowdown", "rank_episodes")
-_PREVIOUS = "previous_"
+_PREVIOUS = SET_ASIDE_PREFIX
 
 
 def keep_previous(con: duckdb.DuckDBPyConnection, *, rebuild: bool) -> None:
@@ -273,19 +270,15 @@ def keep_previous(con: duckdb.DuckDBPyConnection, *, rebuild: bool) -> None:
             con, "compute/rank_kept_present", {"first": first, "second": second}
         ).fetchall()
     }
-    for table in _KEPT:
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
-    if rebuild or present != set(_KEPT):
+    keep = not rebuild and present == set(_KEPT)
+    set_aside(con, _KEPT, keep=keep)
+    if not keep:
         execute(con, "compute/rank_inputs_forget")
-        return
-    for table in _KEPT:
-        con.execute(f"CREATE TEMP TABLE {_PREVIOUS}{table} AS SELECT * FROM main.{table}")
 
 
 def drop_previous(con: duckdb.DuckDBPyConnection) -> None:
     """After the passes: the set-aside tables are no longer needed."""
-    for table in _KEPT:
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{_PREVIOUS}{table}")
+    drop_set_aside(con, _KEPT)
 
 
 def build_rank_slowdown(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
