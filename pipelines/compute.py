@@ -131,11 +131,12 @@ def _steps() -> list[Step]:
         Step(
             "cluster_schedulers"
         ),  # which scheduler runs each cluster: the remediation plan's commands
+        # Kept between computes, per cluster (pipelines/step_summaries.py): one row per logged
+        # step, what goodput_attempts (which attempts logged steps) and goodput_steps read of
+        # the step's ranks.
+        Step("rank_step_summaries", run=summarise_steps, table=False),
         Step("goodput_attempts"),
         Step("goodput_checkpoints"),
-        # Kept between computes, per cluster (pipelines/step_summaries.py): one row per logged
-        # step, what goodput_steps reads of the step's ranks.
-        Step("rank_step_summaries", run=summarise_steps, table=False),
         # Kept per job (pipelines/goodput_kept.py): the next four steps build only the jobs whose
         # inputs changed since the last compute, then the others' rows are added back.
         Step("goodput_jobs", run=narrow_goodput_jobs, table=False),
@@ -564,6 +565,7 @@ def compute(
         t0 = time.perf_counter()
         update_gpu_scrapes(con, rebuild=force)
         timings["gpu_scrapes"] = time.perf_counter() - t0
+        begin("set aside")  # the last compute's rows kept per job, copied aside
         keep_previous(con, rebuild=force)
         keep_previous_goodput(con, rebuild=force)
         keep_previous_assignments(con)

@@ -51,7 +51,7 @@ def drop_previous_goodput(con: duckdb.DuckDBPyConnection) -> None:
 def narrow_to_changed_jobs(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     """Compute step: digest the pass's jobs, then show the next steps only the `goodput_attempts`
     rows of the jobs to build (a temporary view over the pass's table)."""
-    execute(con, "derived/goodput_jobs", {"basis": basis(settings)})
+    execute_script(con, "derived/goodput_jobs", {"basis": basis(settings)})
     database = execute(con, "compute/current_database").fetchall()[0][0]
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW {_NARROWED} AS "
@@ -66,4 +66,4 @@ def add_kept_goodput_rows(con: duckdb.DuckDBPyConnection, settings: Settings) ->
     con.execute(f"DROP VIEW temp.main.{_NARROWED}")
     if execute(con, "compute/previous_goodput_present").fetchall()[0][0]:
         execute_script(con, "derived/goodput_kept_rows")
-    execute_script(con, "derived/goodput_inputs_note", {"basis": basis(settings)})
+    execute_script(con, "derived/goodput_inputs_note")

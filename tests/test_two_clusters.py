@@ -22,6 +22,7 @@ from pipelines.sources.files import ingest_files
 from pipelines.store import open_store, row_counts
 from testkit.equivalence import rows_difference, table_rows
 from tests.conftest import database_of_schema_at, require
+from tests.goodput_fleet import attempt, job, load
 
 EAST, WEST = "east", "west"
 START = "2026-11-23"
@@ -459,4 +460,52 @@ def test_mig_instance_samples_of_an_older_database_take_their_nodes_cluster(tmp_
     assert con.execute(
         "SELECT cluster, node, gpu_i_id, job_id FROM gpu_instance_samples"
     ).fetchall() == [("west", "gpu002", 1, "4711")]
+    con.close()
+
+
+def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventory(tmp_path):
+    """Worked by hand. Both clusters list one 8-GPU node `n1`. East: job 1 holds 8 GPUs for 2 h
+    on node `ghost`, which no inventory lists, and job 2 (no job_attempts rows: an implicit
+    attempt 0) holds 4 GPUs for 1 h; both succeed. West: job 1 holds 8 GPUs for 1 h on n1 and
+    fails. Each job belongs to the cluster it was landed in, so east's row counts 2 jobs ended,
+    2 succeeded, 8 x 2 + 4 x 1 = 20 allocated GPU-h, west's 1 job, 0 succeeded, 8 GPU-h, and
+    the all-clusters row is their sum. No work lands in a cluster named `unknown`."""
+    con = open_store(tmp_path / "fleet.duckdb")
+    for cluster, jobs, attempts in (
+        (
+            EAST,
+            [
+                job("1", start=0, end=7200, state="succeeded", gpus=8),
+                job("2", start=0, end=3600, state="succeeded", gpus=4),
+            ],
+            [attempt("1", 0, start=0, end=7200, state="succeeded", nodes=["ghost"])],
+        ),
+        (
+            WEST,
+            [job("1", start=0, end=3600, state="failed", gpus=8)],
+            [attempt("1", 0, start=0, end=3600, state="failed", nodes=["n1"])],
+        ),
+    ):
+        rows = {
+            "nodes": [{"node": "n1", "cluster": cluster, "gpu_count": 8}],
+            "jobs": jobs,
+            "job_attempts": attempts,
+        }
+        for records in rows.values():
+            for record in records:
+                record["cluster"] = cluster
+        load(con, rows)
+    compute(con, Settings())
+    summary = con.execute(
+        "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h FROM weekly_summary "
+        "WHERE week = '2026-W48' ORDER BY cluster"
+    ).fetchall()
+    assert summary == [("*", 3, 2, 28.0), (EAST, 2, 2, 20.0), (WEST, 1, 0, 8.0)]
+    stack = con.execute(
+        "SELECT cluster, CAST(allocated_gpu_h AS DOUBLE) FROM goodput_stack ORDER BY cluster"
+    ).fetchall()
+    assert stack == [(EAST, 20.0), (WEST, 8.0)]
+    assert con.execute(
+        "SELECT cluster, job_id, attempt, job_cluster FROM attempt_clusters ORDER BY ALL"
+    ).fetchall() == [(EAST, "1", 0, EAST), (EAST, "2", 0, EAST), (WEST, "1", 0, WEST)]
     con.close()

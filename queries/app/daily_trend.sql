@@ -2,7 +2,7 @@
 -- node availability = (available + degraded) / (in fleet - maintenance), from
 -- summed seconds across nodes; node-hours unavailable / unknown; jobs that ended
 -- that day and were eligible for the success rate, and how many succeeded.
--- A job belongs to its `attempt_clusters.job_cluster` (where most of its nodes are).
+-- A job belongs to its `attempt_clusters.job_cluster` (the cluster it was landed in).
 WITH avail AS (
     SELECT
         day,

@@ -6,7 +6,7 @@
 --   goodput = productive_gpu_h / allocated_gpu_h (summed, never an average of jobs' ratios)
 -- grouping: 'team' or 'queue' (jobs.team / jobs.queue; '(none)' when not given). Each grouping
 -- sums to the same allocated GPU-hours. jobs: jobs with allocated time in the week.
--- An attempt's cluster is attempt_clusters.cluster (the cluster most of its nodes are in), as
+-- An attempt's cluster is attempt_clusters.cluster (the cluster its job was landed in), as
 -- in goodput_stack. Also read by the report (`gpufleet report`).
 WITH
 week AS (

@@ -1,7 +1,7 @@
 -- Jobs that ended in [$week_start, $week_end) or were still running at its end,
 -- for $cluster ('*' = all; a job belongs to its `attempt_clusters.job_cluster`, the
--- cluster most of its nodes are in, as in the weekly summary) and $outcome ('*' = all, 'failed' = eligible and not succeeded,
--- else a final state). goodput and ettr are 0-1 ratios (job_goodput), gpu_hours =
+-- cluster it was landed in, as in the weekly summary) and $outcome ('*' = all, 'failed' =
+-- eligible and not succeeded, else a final state). goodput and ettr are 0-1 ratios (job_goodput), gpu_hours =
 -- sum over attempts of GPUs x attempt length / 3600; straggler_ranks = ranks with
 -- a straggler verdict in any attempt.
 WITH job_cluster AS (

@@ -4,14 +4,14 @@
 --                       else the job's end, else the data horizon (data_horizon.horizon_ts).
 --                       Attempts never overlap: an attempt that would run past the next one's start
 --                       (bad data) ends there.
---   cluster             the cluster most of its nodes belong to (attempt_clusters); 'unknown' when
---                       none of its nodes is in `nodes` (or it names none, like an implicit attempt 0).
+--   cluster             the job's cluster (attempt_clusters: the cluster it was landed in).
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
 --                       still open (no end_ts) last attempt of a running job (provisional, as a live
 --                       goodput reading). A running job whose last attempt ended waits for a requeue.
 --   last_saved_step     newest checkpoint save of this attempt that finished before it ended.
 --   last_save_end_us    when that save finished (the kept part of an attempt without step timings).
+--   has_steps           the attempt logged rank steps (read from rank_step_summaries, built before).
 --   job_first_start_us / job_end_us  the job's goodput wall: first attempt start .. job end
 --                       (job end = jobs.end_ts, or the horizon while running, never before an attempt end).
 -- A job without job_attempts rows but with a start_ts gets one implicit attempt 0. Rows of
@@ -61,6 +61,12 @@ ended AS (
         h.horizon_us
     FROM spans s, horizon h
 ),
+logged AS (
+    -- Attempts that logged rank steps: one summary row per step, not one row per rank.
+    SELECT DISTINCT job_id, attempt
+    FROM rank_step_summaries
+    WHERE cluster = getvariable('pass_cluster')
+),
 saves AS (
     SELECT
         e.job_id,
@@ -77,7 +83,7 @@ SELECT
     e.attempt,
     e.state,
     e.nodes,
-    coalesce(c.cluster, 'unknown') AS cluster,
+    c.cluster,
     e.gpus,
     e.start_us,
     e.end_us,
@@ -86,7 +92,7 @@ SELECT
     e.is_last AND (e.job_state = 'succeeded' OR (e.job_state = 'running' AND e.is_open)) AS keeps_all,
     s.last_saved_step,
     s.last_save_end_us,
-    EXISTS (SELECT 1 FROM rank_steps r WHERE r.job_id = e.job_id AND r.attempt = e.attempt) AS has_steps,
+    l.job_id IS NOT NULL AS has_steps,
     min(e.start_us) OVER (PARTITION BY e.job_id) AS job_first_start_us,
     greatest(
         CASE WHEN e.job_state = 'running' THEN e.horizon_us
@@ -96,4 +102,5 @@ SELECT
     least(e.submit_us, min(e.start_us) OVER (PARTITION BY e.job_id)) AS job_submit_us
 FROM ended e
 LEFT JOIN saves s USING (job_id, attempt)
-LEFT JOIN attempt_clusters c USING (job_id, attempt);
+LEFT JOIN attempt_clusters c USING (job_id, attempt)
+LEFT JOIN logged l USING (job_id, attempt);

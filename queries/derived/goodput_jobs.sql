@@ -11,7 +11,9 @@
 --            last compute's tables are the rows a compute now would give.
 -- Read before `goodput_attempts` is narrowed to the jobs that are not kept
 -- (pipelines/goodput_kept.py). The pass's cluster is the variable `pass_cluster`.
--- Params: $basis.
+-- Params: $basis (kept in the variable `goodput_basis` for goodput_inputs_note).
+SET VARIABLE goodput_basis = $basis;
+
 CREATE OR REPLACE TEMP TABLE goodput_jobs AS
 WITH inputs AS (
     SELECT job_id, sum(row_hash) AS inputs

@@ -6,9 +6,9 @@
 -- so every level sums exactly.
 -- Allocated: GPUs held by job attempts (goodput_segments with gpus > 0), whatever the state of
 -- their nodes; recovery gaps are not allocated (GPUs released). The attempt's cluster is
--- goodput_attempts.cluster (attempt_clusters: the cluster most of its nodes belong to; 'unknown'
--- when none is in `nodes`). Not allocated: per node and instant, max(gpu_count - GPUs allocated
--- on it, 0), GPUs of an attempt split evenly over its nodes, split by node state from
+-- goodput_attempts.cluster (attempt_clusters: the cluster its job was landed in). Not allocated:
+-- per node and instant, max(gpu_count - GPUs allocated on it, 0), GPUs of an attempt split evenly
+-- over its nodes, split by node state from
 -- node_state_intervals: unavailable -> unavailable, unknown -> unknown, available or degraded ->
 -- idle, maintenance -> not in capacity. Time a node has no state interval for is outside its
 -- fleet lifetime and not in capacity either. node_state_intervals must not overlap per node.

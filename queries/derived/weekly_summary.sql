@@ -42,8 +42,8 @@
 --   gpus_freeable_by_mig         whole GPUs MIG packing would free on average over the week
 --                                (mig_packing.gpus_freed summed).
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
--- cluster most of its nodes belong to), as in goodput_stack. Work that ran on no known node has no
--- cluster row of its own but counts in the '*' row, which sums every job, attempt and stack row.
+-- cluster the job was landed in, whether or not its nodes are in `nodes`), as in goodput_stack.
+-- The '*' row sums every job, attempt and stack row.
 -- Extra columns after the contract's give the numerators and denominators, and week_start (DATE).
 CREATE OR REPLACE TABLE weekly_summary AS
 WITH
@@ -173,8 +173,8 @@ stack AS (
                  CAST(allocated_gpu_h AS DOUBLE) AS allocated_gpu_h,
                  CAST(productive_gpu_h AS DOUBLE) AS productive_gpu_h
           FROM goodput_stack
-          -- every per-cluster row, 'unknown' included (work on no known node), so the '*' row
-          -- holds all allocated GPU-hours; an all-clusters row, if a version adds one, would count twice
+          -- every per-cluster row, so the '*' row holds all allocated GPU-hours; an all-clusters
+          -- row, if a version adds one, would count twice
           WHERE cluster <> '*')
     GROUP BY GROUPING SETS ((week, cluster), (week))
 ),
