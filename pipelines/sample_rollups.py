@@ -13,13 +13,15 @@ prune --keep-raw` they rebuild from the prune's cut on and keep the rows before 
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import duckdb
 
 from pipelines.errors import PrunedDataError
 from pipelines.sql import execute, execute_script, load_sql, statements
+from pipelines.times import FAR_FUTURE
 
 ROLLUP = "gpu_samples_15m"
 SCRAPES = "gpu_scrapes"
@@ -39,6 +41,21 @@ def pruned_before(con: duckdb.DuckDBPyConnection) -> datetime | None:
     return execute(con, "store/pruned_before").fetchall()[0][0]
 
 
+WINDOW = timedelta(days=1)
+"""A kept sample table is rebuilt a day of samples at a time: a statement's memory follows a
+day's samples, not the span being rebuilt (a week at 4,096 GPUs did not fit in 5 GB at once)."""
+
+
+def windows(from_ts: datetime, newest: datetime | None) -> Iterator[tuple[datetime, datetime]]:
+    """[start, end) windows of one day from `from_ts` (a bucket start, so every 15-minute bucket
+    falls in one window) through `newest`; the last one is open-ended."""
+    start = from_ts
+    while newest is not None and start + WINDOW <= newest:
+        yield start, start + WINDOW
+        start += WINDOW
+    yield start, FAR_FUTURE
+
+
 def _update(con: duckdb.DuckDBPyConnection, table: str, *, rebuild: bool) -> None:
     """Rebuild `table`'s rows from the earliest sample loaded since the last compute on."""
     kept = _is_kept(con, table)
@@ -56,9 +73,13 @@ def _update(con: duckdb.DuckDBPyConnection, table: str, *, rebuild: bool) -> Non
         # kept_samples_from starts the rebuild at the cut.
         con.execute(f"DROP TABLE IF EXISTS {table}")
     if from_ts is not None:
+        newest = execute(con, "derived/kept_samples_to", {"from_ts": from_ts}).fetchall()[0][0]
         clusters = [r[0] for r in execute(con, "compute/series_clusters").fetchall()]
         for cluster in clusters:
-            execute_script(con, f"derived/{table}", {"cluster": cluster, "from_ts": from_ts})
+            for start, end in windows(from_ts, newest):
+                execute_script(
+                    con, f"derived/{table}", {"cluster": cluster, "from_ts": start, "to_ts": end}
+                )
     if rebuild:
         # The table's shape, even on a store without samples (its readers need it).
         con.execute(statements(load_sql(f"derived/{table}"))[0])

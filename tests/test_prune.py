@@ -275,6 +275,7 @@ def test_the_kept_raw_series_are_every_counter_the_detectors_read():
         "derived/gpu_scrapes.sql",
         "derived/gpu_samples_15m.sql",
         "derived/kept_samples_from.sql",
+        "derived/kept_samples_to.sql",  # where the windows of the two above stop: a max(ts)
         "derived/gpu_inventory_days.sql",
         "store/gpu_samples_add.sql",
         "store/prune_raw.sql",

@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, given, settings
 
 from pipelines.sample_rollups import update_gpu_samples_15m, update_gpu_scrapes
 from pipelines.sources.files import ingest_files
+from pipelines.sql import execute_script
 from pipelines.store import open_store
+from pipelines.times import FAR_FUTURE, FAR_PAST
 from testkit.equivalence import table_differences
 from testkit.landing_rows import GPU_SAMPLE_SCHEMA, add_gpu_samples
 
@@ -193,8 +195,14 @@ def test_updates_in_any_pieces_and_order_equal_one_build(
     rows = _rows(samples)
     whole = open_store(folder / "whole.duckdb")
     add_gpu_samples(whole, rows)
-    update_gpu_scrapes(whole, rebuild=True)
-    update_gpu_samples_15m(whole, rebuild=True)
+    _build_in_one_statement(whole)
+    # A rebuild works a day of samples at a time (three or four windows over this span).
+    rebuilt = open_store(folder / "rebuilt.duckdb")
+    add_gpu_samples(rebuilt, rows)
+    update_gpu_scrapes(rebuilt, rebuild=True)
+    update_gpu_samples_15m(rebuilt, rebuild=True)
+    assert table_differences(rebuilt, whole, "gpu_samples_15m") is None
+    assert table_differences(rebuilt, whole, "gpu_scrapes") is None
 
     bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
     pieces = [rows[a:b] for a, b in itertools.pairwise(bounds) if b > a]
@@ -208,6 +216,16 @@ def test_updates_in_any_pieces_and_order_equal_one_build(
     # Series ids follow load order; the GPU a scrape's utilisation series names must match.
     assert table_differences(pieced, whole, "gpu_scrapes", ignore=["util_series"]) is None
     assert _scrape_uuids(pieced) == _scrape_uuids(whole)
+
+
+def _build_in_one_statement(con: duckdb.DuckDBPyConnection) -> None:
+    """Both tables as their SQL defines them over all samples at once: one window per cluster
+    from before the first sample to after the last."""
+    clusters = [r[0] for r in con.execute("SELECT DISTINCT cluster FROM gpu_series").fetchall()]
+    for table in ("gpu_scrapes", "gpu_samples_15m"):
+        for cluster in clusters:
+            params = {"cluster": cluster, "from_ts": FAR_PAST, "to_ts": FAR_FUTURE}
+            execute_script(con, f"derived/{table}", params)
 
 
 def _scrape_uuids(con: duckdb.DuckDBPyConnection) -> list[tuple]:

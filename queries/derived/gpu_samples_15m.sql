@@ -26,13 +26,16 @@
 -- the earlier ones, so an hourly update reads the new hour, not the history. A bucket holds only
 -- its own samples, and an increase looks back at most 24 hours, which the kept buckets of the day
 -- before $from_ts and the samples of that day answer: the rows equal a build from all history.
+-- Run per window [$from_ts, $to_ts) of at most a day (pipelines/sample_rollups.py), so a rebuild
+-- or a late batch holds a day's samples at a time: a window's buckets read the kept rows of the
+-- windows before it as an hourly update reads the last compute's.
 -- Each insert is sorted by (node, metric, bucket_ts), so a one-node chart reads few row groups.
 -- Reads the storage tables (gpu_series, gpu_sample_values) rather than the gpu_samples view: it
 -- groups by a small integer per GPU field instead of three strings per sample.
 -- Buckets by integer arithmetic on epoch microseconds: the same UTC boundaries as
 -- time_bucket(INTERVAL 15 MINUTE, ts), at half the CPU (time_bucket on TIMESTAMPTZ goes
 -- through the session time zone for every row).
--- Params: $cluster, $from_ts.
+-- Params: $cluster, $from_ts, $to_ts.
 CREATE TABLE IF NOT EXISTS gpu_samples_15m (
     node      VARCHAR,
     gpu       SMALLINT,
@@ -46,7 +49,8 @@ CREATE TABLE IF NOT EXISTS gpu_samples_15m (
     cluster   VARCHAR
 );
 
-DELETE FROM gpu_samples_15m WHERE cluster = $cluster AND bucket_ts >= $from_ts;
+DELETE FROM gpu_samples_15m
+WHERE cluster = $cluster AND bucket_ts >= $from_ts AND bucket_ts < $to_ts;
 
 INSERT INTO gpu_samples_15m
 WITH
@@ -86,7 +90,7 @@ rollup AS MATERIALIZED (
         count(*) AS samples
     FROM gpu_sample_values v
     JOIN series s USING (series_id)
-    WHERE v.ts >= $from_ts
+    WHERE v.ts >= $from_ts AND v.ts < $to_ts
     GROUP BY ALL
 ),
 -- Only a counter whose value moved within the 24 hours an increase looks back needs its samples
@@ -118,7 +122,8 @@ increases AS (
                lag(v.ts) OVER by_time AS prev_ts
         FROM gpu_sample_values v
         JOIN series s USING (series_id)
-        WHERE s.slot IN (SELECT slot FROM changing) AND v.ts >= $from_ts - INTERVAL 1 DAY
+        WHERE s.slot IN (SELECT slot FROM changing)
+          AND v.ts >= $from_ts - INTERVAL 1 DAY AND v.ts < $to_ts
         WINDOW by_time AS (PARTITION BY s.slot ORDER BY v.ts)
     )
     WHERE ts >= $from_ts
@@ -134,7 +139,7 @@ reasons AS (
         FROM gpu_sample_values v
         JOIN series s USING (series_id)
         CROSS JOIN reason_bits b
-        WHERE s.is_reasons AND v.ts >= $from_ts
+        WHERE s.is_reasons AND v.ts >= $from_ts AND v.ts < $to_ts
     )
     GROUP BY ALL
 ),

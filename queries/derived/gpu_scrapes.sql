@@ -10,7 +10,8 @@
 -- history, and the rows equal a build from all history.
 -- Reads the storage tables, not the gpu_samples view: the aggregation groups an integer device
 -- and time instead of node names, and picks each field by a small integer.
--- Params: $cluster, $from_ts.
+-- Run per window [$from_ts, $to_ts) of at most a day (pipelines/sample_rollups.py).
+-- Params: $cluster, $from_ts, $to_ts.
 CREATE TABLE IF NOT EXISTS gpu_scrapes (
     cluster       VARCHAR,
     node          VARCHAR,
@@ -26,7 +27,7 @@ CREATE TABLE IF NOT EXISTS gpu_scrapes (
     util_series   INTEGER
 );
 
-DELETE FROM gpu_scrapes WHERE cluster = $cluster AND ts >= $from_ts;
+DELETE FROM gpu_scrapes WHERE cluster = $cluster AND ts >= $from_ts AND ts < $to_ts;
 
 INSERT INTO gpu_scrapes
 WITH series AS (
@@ -56,7 +57,7 @@ per_scrape AS (
            max(v.value) FILTER (WHERE s.field = 7) AS fb_used_mib,
            max(v.series_id) FILTER (WHERE s.field = 1) AS util_series
     FROM gpu_sample_values v JOIN series s USING (series_id)
-    WHERE v.ts >= $from_ts
+    WHERE v.ts >= $from_ts AND v.ts < $to_ts
     GROUP BY s.device, v.ts
 )
 SELECT $cluster AS cluster, d.node, d.gpu, p.ts, p.util, p.clock, p.power, p.temp,
