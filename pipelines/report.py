@@ -94,7 +94,6 @@ REPORT_TABLES = derived(
     "weekly_summary",
     "goodput_stack",
     "attempt_outcomes",
-    "attempt_clusters",
     "node_availability_daily",
     "node_state_intervals",
     "anomalies",

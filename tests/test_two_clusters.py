@@ -19,10 +19,11 @@ from pipelines.contract import LANDING_TABLES
 from pipelines.errors import InputError
 from pipelines.simulate import SimulationConfig, simulate_to_dir
 from pipelines.sources.files import ingest_files
+from pipelines.sql import execute
 from pipelines.store import open_store, row_counts
 from testkit.equivalence import rows_difference, table_rows
 from tests.conftest import database_of_schema_at, require
-from tests.goodput_fleet import attempt, job, load
+from tests.goodput_fleet import at, attempt, job, load
 
 EAST, WEST = "east", "west"
 START = "2026-11-23"
@@ -466,10 +467,11 @@ def test_mig_instance_samples_of_an_older_database_take_their_nodes_cluster(tmp_
 def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventory(tmp_path):
     """Worked by hand. Both clusters list one 8-GPU node `n1`. East: job 1 holds 8 GPUs for 2 h
     on node `ghost`, which no inventory lists, and job 2 (no job_attempts rows: an implicit
-    attempt 0) holds 4 GPUs for 1 h; both succeed. West: job 1 holds 8 GPUs for 1 h on n1 and
-    fails. Each job belongs to the cluster it was landed in, so east's row counts 2 jobs ended,
-    2 succeeded, 8 x 2 + 4 x 1 = 20 allocated GPU-h, west's 1 job, 0 succeeded, 8 GPU-h, and
-    the all-clusters row is their sum. No work lands in a cluster named `unknown`."""
+    attempt 0) holds 4 GPUs for 1 h; both succeed. Job 3 is cancelled before it starts. West:
+    job 1 holds 8 GPUs for 1 h on n1 and fails. Each job belongs to the cluster it was landed
+    in, so east's row counts 3 jobs ended, 2 succeeded, 8 x 2 + 4 x 1 = 20 allocated GPU-h,
+    west's 1 job, 0 succeeded, 8 GPU-h, and the all-clusters row is their sum. The dashboard's
+    job table lists east's three. No work lands in a cluster named `unknown`."""
     con = open_store(tmp_path / "fleet.duckdb")
     for cluster, jobs, attempts in (
         (
@@ -477,6 +479,7 @@ def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventor
             [
                 job("1", start=0, end=7200, state="succeeded", gpus=8),
                 job("2", start=0, end=3600, state="succeeded", gpus=4),
+                {**job("3", start=0, end=600, state="cancelled", gpus=8), "start_ts": None},
             ],
             [attempt("1", 0, start=0, end=7200, state="succeeded", nodes=["ghost"])],
         ),
@@ -500,7 +503,7 @@ def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventor
         "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h FROM weekly_summary "
         "WHERE week = '2026-W48' ORDER BY cluster"
     ).fetchall()
-    assert summary == [("*", 3, 2, 28.0), (EAST, 2, 2, 20.0), (WEST, 1, 0, 8.0)]
+    assert summary == [("*", 4, 2, 28.0), (EAST, 3, 2, 20.0), (WEST, 1, 0, 8.0)]
     stack = con.execute(
         "SELECT cluster, CAST(allocated_gpu_h AS DOUBLE) FROM goodput_stack ORDER BY cluster"
     ).fetchall()
@@ -508,4 +511,7 @@ def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventor
     assert con.execute(
         "SELECT cluster, job_id, attempt, job_cluster FROM attempt_clusters ORDER BY ALL"
     ).fetchall() == [(EAST, "1", 0, EAST), (EAST, "2", 0, EAST), (WEST, "1", 0, WEST)]
+    week = {"week_start": at(0), "week_end": at(7 * 86400), "outcome": "*"}
+    listed = execute(con, "app/job_table", week | {"cluster": EAST}).fetchall()
+    assert sorted(row[0] for row in listed) == ["1", "2", "3"]
     con.close()

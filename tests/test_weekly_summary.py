@@ -221,7 +221,10 @@ def test_all_clusters_row_sums_the_clusters(
     fleet_con: duckdb.DuckDBPyConnection, outcomes: list[tuple[str, int, str, int]]
 ) -> None:
     con = fleet_con
-    con.execute("DELETE FROM job_outcomes; DELETE FROM attempt_outcomes; DELETE FROM job_attempts")
+    con.execute(
+        "DELETE FROM job_outcomes; DELETE FROM attempt_outcomes; DELETE FROM job_attempts; "
+        "DELETE FROM jobs"
+    )
     for i, (node, day, state, gpus) in enumerate(outcomes):
         end = f"2026-11-{16 + day:02d} 12:00:00+00"
         eligible = state not in ("cancelled", "preempted")
@@ -229,6 +232,11 @@ def test_all_clusters_row_sums_the_clusters(
             "INSERT INTO job_attempts VALUES (coalesce((SELECT min(cluster) FROM nodes WHERE node = ?), 'c1'), "
             "?, 0, ?::TIMESTAMPTZ - INTERVAL 1 HOUR, ?, ?, NULL, NULL, ?)",
             [node, f"h{i}", end, end, state, [node]],
+        )
+        con.execute(
+            "INSERT INTO jobs (cluster, job_id, start_ts, end_ts, num_gpus, state) "
+            "SELECT cluster, job_id, start_ts, end_ts, ?, state FROM job_attempts WHERE job_id = ?",
+            [gpus, f"h{i}"],
         )
         con.execute(
             "INSERT INTO job_outcomes VALUES (?, ?, ?, ?, ?, NULL, false, 1, ?, ?, ?, [])",
@@ -267,16 +275,17 @@ def test_all_clusters_row_sums_the_clusters(
 
 # One cluster attribution for all, and the '*' row holds every job: full `gpufleet compute` on landing
 # rows. Nodes n1 (c1), n3 and n4 (c2), 8 GPUs each; every job holds 2 GPUs for 1 h in 2026-W48 and logs
-# no step timings (succeeded: all productive; failed without a save: all wasted).
-#   j2  succeeded on n1                      -> c1, 2 GPU-h productive
-#   j1  failed, a jobs row and no attempt    -> no node, no cluster: counts only in '*', 2 GPU-h wasted
-#   jm  succeeded on n1, n3, n4              -> c2 (two of its three nodes), 2 GPU-h productive
+# no step timings (succeeded: all productive; failed without a save: all wasted). A job counts in
+# the cluster it was landed in (SPEC "Fleet-wide identity"), whatever its nodes:
+#   j2  c1, succeeded on n1                      -> c1, 2 GPU-h productive
+#   j1  c1, failed, a jobs row and no attempt    -> c1 (no node to go by), 2 GPU-h wasted
+#   jm  c2, succeeded on n1, n3, n4              -> c2, 2 GPU-h productive
 ATTRIBUTION_CASES = [
-    # c1: j2 only: goodput 2 / 2; no interruption.
-    ("c1", "goodput", 2 / 2),
-    ("c1", "allocated_gpu_h", 2.0),
-    ("c1", "interruptions_per_1k_gpu_days", 0.0),
-    # c2: jm (its first node n1 is in c1, but most of its nodes are in c2).
+    # c1: j2 + j1: goodput 2 / 4; j1's one interruption per 4 / 24 GPU-days = 6000.
+    ("c1", "goodput", 2 / 4),
+    ("c1", "allocated_gpu_h", 4.0),
+    ("c1", "interruptions_per_1k_gpu_days", 1 * 1000 / (4 / 24)),
+    # c2: jm (its first node n1 is in c1; it was landed in c2).
     ("c2", "goodput", 2 / 2),
     ("c2", "allocated_gpu_h", 2.0),
     # '*': j2 + jm productive 4 GPU-h of j2 + j1 + jm allocated 6 GPU-h = 0.6667 (dropping j1: 1.0).
@@ -348,8 +357,8 @@ def test_every_job_counts_in_the_all_clusters_row(attribution_summary, cluster, 
 
 def test_the_stack_attributes_attempts_like_attempt_clusters(attribution_summary):
     _, stack, report = attribution_summary
-    # jm lands in c2 (most of its nodes); j1, on no known node, in 'unknown' (kept, not dropped).
-    assert [(c, float(h)) for c, h in stack] == [("c1", 2.0), ("c2", 2.0), ("unknown", 2.0)]
+    # jm in c2 and j1 in c1, the clusters they were landed in; no row named 'unknown'.
+    assert [(c, float(h)) for c, h in stack] == [("c1", 4.0), ("c2", 2.0)]
     # The report's all-clusters waterfall holds the same 6 allocated GPU-h, 4 of them productive.
     assert (report["allocated"], report["productive"]) == (6.0, 4.0)
 

@@ -2,7 +2,7 @@
 -- node availability = (available + degraded) / (in fleet - maintenance), from
 -- summed seconds across nodes; node-hours unavailable / unknown; jobs that ended
 -- that day and were eligible for the success rate, and how many succeeded.
--- A job belongs to its `attempt_clusters.job_cluster` (the cluster it was landed in).
+-- A job belongs to the cluster it was landed in.
 WITH avail AS (
     SELECT
         day,
@@ -15,18 +15,14 @@ WITH avail AS (
       AND ($cluster = '*' OR cluster = $cluster)
     GROUP BY day
 ),
-job_cluster AS (
-    SELECT DISTINCT cluster, job_id, job_cluster FROM attempt_clusters
-),
 jobs AS (
     SELECT
         CAST(o.end_ts AS DATE) AS day,
         count(*) FILTER (WHERE o.eligible) AS eligible_jobs,
         count(*) FILTER (WHERE o.eligible AND o.succeeded) AS succeeded_jobs
     FROM job_outcomes o
-    LEFT JOIN job_cluster c USING (cluster, job_id)
     WHERE o.end_ts >= $week_start AND o.end_ts < $week_end
-      AND ($cluster = '*' OR c.job_cluster = $cluster)
+      AND ($cluster = '*' OR o.cluster = $cluster)
     GROUP BY 1
 )
 SELECT

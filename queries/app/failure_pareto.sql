@@ -1,4 +1,5 @@
--- The fleet's failed attempts that ended in [$week_start, $week_end) for $cluster ('*' = all),
+-- The fleet's failed attempts that ended in [$week_start, $week_end) for $cluster ('*' = all; an
+-- attempt belongs to its job's cluster),
 -- by failure class and cause, most frequent first: attempts (count) and the GPU-hours they held
 -- (num_gpus x attempt length / 3600). Fleet failures only (attempt_outcomes.fleet_failure): user
 -- (cancelled, timeout, oom) and scheduler policy (preempted, evicted) are never fleet failures, see
@@ -24,11 +25,10 @@ failed AS (
         o.num_gpus * epoch(o.end_ts - o.start_ts) / 3600 AS gpu_h,
         coalesce(l.lost_gpu_h, 0) AS lost_gpu_h
     FROM attempt_outcomes o
-    LEFT JOIN attempt_clusters ac USING (cluster, job_id, attempt)
     LEFT JOIN lost l USING (cluster, job_id, attempt)
     WHERE o.fleet_failure
       AND o.end_ts >= $week_start AND o.end_ts < $week_end
-      AND ($cluster = '*' OR ac.cluster = $cluster)
+      AND ($cluster = '*' OR o.cluster = $cluster)
 ),
 grouped AS (
     SELECT failure_class, cause, count(*) AS attempts, sum(gpu_h) AS gpu_h,

@@ -6,8 +6,8 @@
 --   goodput = productive_gpu_h / allocated_gpu_h (summed, never an average of jobs' ratios)
 -- grouping: 'team' or 'queue' (jobs.team / jobs.queue; '(none)' when not given). Each grouping
 -- sums to the same allocated GPU-hours. jobs: jobs with allocated time in the week.
--- An attempt's cluster is attempt_clusters.cluster (the cluster its job was landed in), as
--- in goodput_stack. Also read by the report (`gpufleet report`).
+-- An attempt belongs to the cluster its job was landed in (its rows' `cluster`), as in
+-- goodput_stack. Also read by the report (`gpufleet report`).
 WITH
 week AS (
     SELECT $week_start::TIMESTAMPTZ AS start_ts, $week_start::TIMESTAMPTZ + INTERVAL 7 DAY AS end_ts
@@ -17,9 +17,8 @@ held AS (
            s.gpus * epoch(least(s.end_ts, w.end_ts) - greatest(s.start_ts, w.start_ts)) / 3600.0 AS gpu_h
     FROM goodput_segments s
     CROSS JOIN week w
-    LEFT JOIN attempt_clusters c USING (cluster, job_id, attempt)
     WHERE s.gpus > 0 AND s.start_ts < w.end_ts AND s.end_ts > w.start_ts
-      AND ($cluster = '*' OR c.cluster = $cluster)
+      AND ($cluster = '*' OR s.cluster = $cluster)
 ),
 labelled AS (
     SELECT h.*, coalesce(j.team, '(none)') AS team, coalesce(j.queue, '(none)') AS queue

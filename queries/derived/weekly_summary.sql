@@ -41,8 +41,9 @@
 --                                (team_utilisation_weekly.idle_gpu_h summed).
 --   gpus_freeable_by_mig         whole GPUs MIG packing would free on average over the week
 --                                (mig_packing.gpus_freed summed).
--- Clusters: a node's cluster from `nodes`; a job's and an attempt's from `attempt_clusters` (the
--- cluster the job was landed in, whether or not its nodes are in `nodes`), as in goodput_stack.
+-- Clusters: a node's cluster from `nodes`; a job's and an attempt's are the cluster the job was
+-- landed in (`jobs.cluster`, `attempt_clusters`), whether or not its nodes are in `nodes` and
+-- whether or not it started, as in goodput_stack.
 -- The '*' row sums every job, attempt and stack row.
 -- Extra columns after the contract's give the numerators and denominators, and week_start (DATE).
 CREATE OR REPLACE TABLE weekly_summary AS
@@ -54,7 +55,8 @@ attempt_cluster AS (
     SELECT job_id, attempt, cluster FROM attempt_clusters
 ),
 job_cluster AS (
-    SELECT DISTINCT job_id, job_cluster AS cluster FROM attempt_clusters
+    -- every job, one that never started too (cancelled while pending)
+    SELECT job_id, cluster FROM jobs
 ),
 availability AS (
     -- Project first, so GROUP BY names only our columns (views may carry more, e.g. `week`).
