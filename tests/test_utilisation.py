@@ -572,13 +572,13 @@ def test_goodput_stack_splits_idle_into_unallocated_and_allocated_but_idle(fleet
         "SELECT week, idle_gpu_h, allocated_gpu_h, allocated_idle_gpu_h FROM goodput_stack "
         "WHERE cluster = 'c1'",
     )
-    # Allocated (scheduler): j8 8 GPUs x 1 h + jn 1 GPU x 1 h = 9 GPU-h. Unallocated idle: n2's GPU,
-    # held by no attempt (its Slurm jobs have no attempt nodes; the stack counts them in `unknown`),
-    # 1 GPU x 1 h = 1 GPU-h.
+    # Allocated (scheduler): j8 8 GPUs x 1 h + jn 1 GPU x 1 h + the Slurm jobs 4711 and 4712, 1 GPU
+    # x 1 h each, landed in c1 = 11 GPU-h. Unallocated idle: n2's GPU, held by no attempt with nodes
+    # (the Slurm jobs name none, so they take no node's capacity), 1 GPU x 1 h = 1 GPU-h.
     # Allocated but idle (telemetry, below 5 %): n1 GPUs 1-7 at 0 % for the hour = 7 GPU-h, and
     # 4712's 1g.10gb instance at 2 % = 1 h x 1/7 = 0.142857; 7.142857 in all.
     assert row["week"] == "2026-W48"
-    assert (row["idle_gpu_h"], row["allocated_gpu_h"]) == (Decimal(1), Decimal(9))
+    assert (row["idle_gpu_h"], row["allocated_gpu_h"]) == (Decimal(1), Decimal(11))
     assert row["allocated_idle_gpu_h"] == Decimal("7.142857")
 
 
