@@ -515,3 +515,39 @@ def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventor
     listed = execute(con, "app/job_table", week | {"cluster": EAST}).fetchall()
     assert sorted(row[0] for row in listed) == ["1", "2", "3"]
     con.close()
+
+
+def test_a_cluster_whose_inventory_was_never_loaded_still_gets_its_weekly_row(tmp_path):
+    """Worked by hand. East lists node n1 and runs job 1 (8 GPUs, 1 h, succeeded) on it. South's
+    inventory was never loaded: only its job 1 (4 GPUs, 2 h, failed on node s1) was landed. South
+    gets a row of its own: 1 job ended, 0 succeeded, 4 x 2 = 8 allocated GPU-h; its availability
+    is unknown (no node of it is known), not 0 and not 1. The all-clusters row sums both:
+    2 jobs, 1 succeeded, 8 + 8 = 16 GPU-h."""
+    con = open_store(tmp_path / "fleet.duckdb")
+    east = {
+        "nodes": [{"node": "n1", "gpu_count": 8}],
+        "jobs": [job("1", start=0, end=3600, state="succeeded", gpus=8)],
+        "job_attempts": [attempt("1", 0, start=0, end=3600, state="succeeded", nodes=["n1"])],
+    }
+    south = {
+        "jobs": [job("1", start=0, end=7200, state="failed", gpus=4)],
+        "job_attempts": [attempt("1", 0, start=0, end=7200, state="failed", nodes=["s1"])],
+    }
+    for cluster, rows in ((EAST, east), ("south", south)):
+        for records in rows.values():
+            for record in records:
+                record["cluster"] = cluster
+        load(con, rows)
+    compute(con, Settings())
+    summary = con.execute(
+        "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h, node_availability "
+        "FROM weekly_summary WHERE week = '2026-W48' ORDER BY cluster"
+    ).fetchall()
+    assert [row[:4] for row in summary] == [
+        ("*", 2, 1, 16.0),
+        (EAST, 1, 1, 8.0),
+        ("south", 1, 0, 8.0),
+    ]
+    assert summary[2][4] is None
+    assert [row[0] for row in execute(con, "app/clusters").fetchall()] == [EAST, "south"]
+    con.close()

@@ -4,7 +4,7 @@
 --                       else the job's end, else the data horizon (data_horizon.horizon_ts).
 --                       Attempts never overlap: an attempt that would run past the next one's start
 --                       (bad data) ends there.
---   cluster             the job's cluster (attempt_clusters: the cluster it was landed in).
+--   cluster             the job's cluster (jobs.cluster: the cluster it was landed in).
 --   gpus                GPUs the attempt held (jobs.num_gpus).
 --   keeps_all           every step counts as kept: the final attempt of a succeeded job, or the
 --                       still open (no end_ts) last attempt of a running job (provisional, as a live
@@ -34,6 +34,7 @@ spans AS (
         r.attempt,
         r.state,
         r.nodes,
+        j.cluster,
         j.num_gpus AS gpus,
         j.state AS job_state,
         epoch_us(r.start_ts) AS start_us,
@@ -83,7 +84,7 @@ SELECT
     e.attempt,
     e.state,
     e.nodes,
-    c.cluster,
+    e.cluster,
     e.gpus,
     e.start_us,
     e.end_us,
@@ -102,5 +103,4 @@ SELECT
     least(e.submit_us, min(e.start_us) OVER (PARTITION BY e.job_id)) AS job_submit_us
 FROM ended e
 LEFT JOIN saves s USING (job_id, attempt)
-LEFT JOIN attempt_clusters c USING (job_id, attempt)
 LEFT JOIN logged l USING (job_id, attempt);

@@ -44,7 +44,8 @@
 -- Clusters: a node's cluster from `nodes`; a job's and an attempt's are the cluster the job was
 -- landed in (`jobs.cluster`, `attempt_clusters`), whether or not its nodes are in `nodes` and
 -- whether or not it started, as in goodput_stack.
--- The '*' row sums every job, attempt and stack row.
+-- Every cluster that lists nodes or landed jobs has a row for each week; the '*' row sums every job,
+-- attempt and stack row.
 -- Extra columns after the contract's give the numerators and denominators, and week_start (DATE).
 CREATE OR REPLACE TABLE weekly_summary AS
 WITH
@@ -206,7 +207,9 @@ weeks AS (
 grid AS (
     SELECT w.week, c.cluster
     FROM weeks w
-    CROSS JOIN (SELECT DISTINCT cluster FROM node_cluster UNION SELECT '*') c
+    -- a cluster whose jobs were landed but whose inventory never was gets its row too
+    CROSS JOIN (SELECT cluster FROM node_cluster UNION SELECT cluster FROM job_cluster
+                UNION SELECT '*') c
 )
 SELECT
     g.week,
