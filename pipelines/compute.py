@@ -304,6 +304,7 @@ BOOKKEEPING_TABLES = frozenset(
         "kept_rows_basis",
         "rank_steps_loaded",
         "rank_step_summaries",
+        "rank_gpus",
         "gpu_inventory_days",
         "node_state_inputs",
         "job_records_computed",

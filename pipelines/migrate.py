@@ -56,7 +56,7 @@ def migrate_landing(con: duckdb.DuckDBPyConnection) -> list[str]:
     upgraded = todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else [])
     con.execute("BEGIN TRANSACTION")
     try:
-        clusters = [r[0] for r in execute(con, "app/clusters").fetchall()]
+        clusters = [r[0] for r in execute(con, "store/node_clusters_before_upgrade").fetchall()]
         fallback = clusters[0] if len(clusters) == 1 else UNKNOWN_CLUSTER
         params = {"fallback": fallback}
         for table in todo + (["gpu_samples"] if compact and "gpu_samples" not in todo else []):

@@ -12,6 +12,9 @@ goodput_steps must equal `compute --force`:
      job 1 step 2 is summarised again: ends at m2 + 3 s, 2 ranks, no longer every rank with
      compute_s, step_s 58 and 61: longest 61 s, median 59.5 s, the slowest rank 1.
 3. job 2's step 2 only: job 1's summaries are not touched (same row ids), job 2's step 2 is added.
+rank_gpus (the GPUs each attempt's ranks logged; gpu = rank here) is kept with them: job 1 on
+GPUs 0 and 1 of n1 from the first load on, job 2 on GPU 0 from the second; job 1's rows are not
+touched by the third.
 4. job 1's step 3 written into rank_steps by another program (not noted as loaded), then job 2's
    step 3 loaded: the summaries would miss job 1's step 3, so the cluster is summarised again.
 """
@@ -31,6 +34,8 @@ SUMMARIES = (
 )
 GOODPUT_STEPS = "SELECT * FROM goodput_steps ORDER BY job_id, attempt, step"
 LOADED = "SELECT cluster, job_id FROM rank_steps_loaded ORDER BY ALL"
+RANK_GPUS = "SELECT cluster, job_id, attempt, node, gpu FROM rank_gpus ORDER BY ALL"
+JOB_1 = [("c1", "1", 0, "n1", 0), ("c1", "1", 0, "n1", 1)]
 
 
 def _job(job_id: str) -> dict[str, list[dict]]:
@@ -91,7 +96,8 @@ def test_only_the_jobs_loaded_since_are_summarised_again(tmp_path):
         },
     )
     assert con.execute(LOADED).fetchall() == [("c1", "1")]
-    summaries, steps = computed_equals_a_rebuild(con, SUMMARIES, GOODPUT_STEPS)
+    summaries, steps, gpus = computed_equals_a_rebuild(con, SUMMARIES, GOODPUT_STEPS, RANK_GPUS)
+    assert gpus == JOB_1
     assert summaries == [
         ("c1", "1", 0, 1, _us(at(1) + 2 * s), 2, True, 52_000_000, 51.0, 1),
         ("c1", "1", 0, 2, _us(at(2)), 1, True, 58_000_000, 58.0, 0),
@@ -110,7 +116,8 @@ def test_only_the_jobs_loaded_since_are_summarised_again(tmp_path):
         },
     )
     assert con.execute(LOADED).fetchall() == [("c1", "1"), ("c1", "2")]
-    summaries, _ = computed_equals_a_rebuild(con, SUMMARIES, GOODPUT_STEPS)
+    summaries, _, gpus = computed_equals_a_rebuild(con, SUMMARIES, GOODPUT_STEPS, RANK_GPUS)
+    assert gpus == [*JOB_1, ("c1", "2", 0, "n1", 0)]
     assert summaries == [
         ("c1", "1", 0, 1, _us(at(1) + 2 * s), 2, True, 52_000_000, 51.0, 1),
         ("c1", "1", 0, 2, _us(at(2) + 3 * s), 2, False, 61_000_000, 59.5, 1),
@@ -118,11 +125,12 @@ def test_only_the_jobs_loaded_since_are_summarised_again(tmp_path):
     ]
 
     job_1_rows = "SELECT rowid FROM rank_step_summaries WHERE job_id = '1' ORDER BY rowid"
-    before = con.execute(job_1_rows).fetchall()
+    job_1_gpus = "SELECT rowid FROM rank_gpus WHERE job_id = '1' ORDER BY rowid"
+    before = con.execute(job_1_rows).fetchall(), con.execute(job_1_gpus).fetchall()
     load(con, {"rank_steps": [_step("2", 2, 0, at(6), 60.0, 55.0)]})
     assert con.execute(LOADED).fetchall() == [("c1", "2")]
     compute(con, Settings())
-    assert con.execute(job_1_rows).fetchall() == before
+    assert (con.execute(job_1_rows).fetchall(), con.execute(job_1_gpus).fetchall()) == before
     summaries, _ = computed_equals_a_rebuild(con, SUMMARIES, GOODPUT_STEPS)
     assert summaries[-1] == ("c1", "2", 0, 2, _us(at(6)), 1, True, 60_000_000, 60.0, 0)
     assert len(summaries) == 4

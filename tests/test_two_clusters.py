@@ -464,6 +464,22 @@ def test_mig_instance_samples_of_an_older_database_take_their_nodes_cluster(tmp_
     con.close()
 
 
+def _load_in(con, cluster: str, rows: dict[str, list[dict]]) -> None:
+    """Load `rows` as one batch of `cluster`."""
+    load(
+        con,
+        {table: [{**r, "cluster": cluster} for r in records] for table, records in rows.items()},
+    )
+
+
+def _weekly_jobs(con) -> list[tuple]:
+    """Week 2026-W48's (cluster, jobs ended, succeeded, allocated GPU-h, node availability)."""
+    return con.execute(
+        "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h, node_availability "
+        "FROM weekly_summary WHERE week = '2026-W48' ORDER BY cluster"
+    ).fetchall()
+
+
 def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventory(tmp_path):
     """Worked by hand. Both clusters list one 8-GPU node `n1`. East: job 1 holds 8 GPUs for 2 h
     on node `ghost`, which no inventory lists, and job 2 (no job_attempts rows: an implicit
@@ -489,21 +505,18 @@ def test_a_jobs_work_counts_in_its_own_cluster_even_on_nodes_not_in_the_inventor
             [attempt("1", 0, start=0, end=3600, state="failed", nodes=["n1"])],
         ),
     ):
-        rows = {
-            "nodes": [{"node": "n1", "cluster": cluster, "gpu_count": 8}],
-            "jobs": jobs,
-            "job_attempts": attempts,
-        }
-        for records in rows.values():
-            for record in records:
-                record["cluster"] = cluster
-        load(con, rows)
+        _load_in(
+            con,
+            cluster,
+            {"nodes": [{"node": "n1", "gpu_count": 8}], "jobs": jobs, "job_attempts": attempts},
+        )
     compute(con, Settings())
-    summary = con.execute(
-        "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h FROM weekly_summary "
-        "WHERE week = '2026-W48' ORDER BY cluster"
-    ).fetchall()
-    assert summary == [("*", 4, 2, 28.0), (EAST, 3, 2, 20.0), (WEST, 1, 0, 8.0)]
+    summary = _weekly_jobs(con)
+    assert [row[:4] for row in summary] == [
+        ("*", 4, 2, 28.0),
+        (EAST, 3, 2, 20.0),
+        (WEST, 1, 0, 8.0),
+    ]
     stack = con.execute(
         "SELECT cluster, CAST(allocated_gpu_h AS DOUBLE) FROM goodput_stack ORDER BY cluster"
     ).fetchall()
@@ -533,16 +546,10 @@ def test_a_cluster_whose_inventory_was_never_loaded_still_gets_its_weekly_row(tm
         "jobs": [job("1", start=0, end=7200, state="failed", gpus=4)],
         "job_attempts": [attempt("1", 0, start=0, end=7200, state="failed", nodes=["s1"])],
     }
-    for cluster, rows in ((EAST, east), ("south", south)):
-        for records in rows.values():
-            for record in records:
-                record["cluster"] = cluster
-        load(con, rows)
+    _load_in(con, EAST, east)
+    _load_in(con, "south", south)
     compute(con, Settings())
-    summary = con.execute(
-        "SELECT cluster, jobs_ended, succeeded_jobs, allocated_gpu_h, node_availability "
-        "FROM weekly_summary WHERE week = '2026-W48' ORDER BY cluster"
-    ).fetchall()
+    summary = _weekly_jobs(con)
     assert [row[:4] for row in summary] == [
         ("*", 2, 1, 16.0),
         (EAST, 1, 1, 8.0),

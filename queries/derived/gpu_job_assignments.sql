@@ -1,7 +1,8 @@
 -- gpu_job_assignments: which job attempt held which physical GPU, and when (docs/metrics.md
 -- "Who used which GPU"). One row per attempt, node and GPU index; [start_ts, end_ts) is the
 -- attempt's span (goodput_attempts: a running attempt ends at the data horizon).
---   mapped_by = 'rank_steps'  the GPUs the attempt's ranks logged on that node (rank_steps.gpu);
+--   mapped_by = 'rank_steps'  the GPUs the attempt's ranks logged on that node (rank_steps.gpu, as
+--                             kept in rank_gpus);
 --   mapped_by = 'whole_node'  no rank named a GPU there, and the attempt's GPUs per node
 --                             (jobs.num_gpus / number of nodes) cover the node's gpu_count: every GPU.
 -- An attempt holding part of a node without rank logs has no row (which GPUs it held is not
@@ -18,7 +19,8 @@ WITH per_node AS (
     WHERE len(g.nodes) > 0 AND g.end_us > g.start_us
 ),
 ranked AS (
-    SELECT DISTINCT cluster, job_id, attempt, node, gpu FROM rank_steps WHERE gpu IS NOT NULL
+    -- kept with the step summaries: the GPUs each attempt's ranks logged, without reading every rank's row
+    SELECT cluster, job_id, attempt, node, gpu FROM rank_gpus WHERE cluster = getvariable('pass_cluster')
 ),
 from_ranks AS (
     SELECT p.cluster, p.job_id, p.attempt, p.node, r.gpu, p.start_us, p.end_us, 'rank_steps' AS mapped_by

@@ -2,7 +2,8 @@
 -- (queries/schema/landing.sql), for the pass's cluster. A step's row depends on that step's rank
 -- rows alone, so with $incremental only the jobs whose rank steps were loaded since the last
 -- compute (rank_steps_loaded) are summarised again; every other job's rows stand. Without it
--- (`compute --force`, other code, a cluster not summarised yet) every job is.
+-- (`compute --force`, other code, a cluster not summarised yet) every job is. rank_gpus, the GPUs
+-- each attempt's ranks logged on each node, is kept the same way, for the same jobs.
 --   end_us            the last rank's end of the step (epoch microseconds)
 --   longest_step_us   the longest step_s of its ranks, in microseconds
 --   uses_compute      every rank logged compute_s
@@ -33,3 +34,15 @@ FROM rank_steps
 WHERE NOT $incremental
    OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster'))
 GROUP BY job_id, attempt, step;
+
+DELETE FROM rank_gpus
+WHERE cluster = getvariable('pass_cluster')
+  AND (NOT $incremental
+       OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster')));
+
+INSERT INTO rank_gpus
+SELECT DISTINCT getvariable('pass_cluster') AS cluster, job_id, attempt, node, gpu
+FROM rank_steps
+WHERE gpu IS NOT NULL
+  AND (NOT $incremental
+       OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster')));

@@ -203,6 +203,17 @@ CREATE TABLE IF NOT EXISTS rank_step_summaries (
     slowest_step_rank    INTEGER
 );
 
+-- The GPUs each attempt's ranks logged on each node (cluster, job, attempt, node, gpu), kept with
+-- rank_step_summaries and summarised again for the same jobs (queries/derived/rank_step_summaries.sql):
+-- gpu_job_assignments reads it instead of every rank's row.
+CREATE TABLE IF NOT EXISTS rank_gpus (
+    cluster VARCHAR NOT NULL,
+    job_id  VARCHAR NOT NULL,
+    attempt INTEGER NOT NULL,
+    node    VARCHAR NOT NULL,
+    gpu     SMALLINT NOT NULL
+);
+
 -- Derived tables kept between computes and brought up to date from the loads since (rather
 -- than rebuilt), each with the time it was last rebuilt in full. A kept table without its row
 -- here (an older database) is rebuilt in full by the next compute.
