@@ -327,8 +327,11 @@ _OWN_CLUSTER = "cluster"
 
 
 def _clusters(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The clusters the landing tables name; one pass of the derived steps runs per cluster."""
-    found = [r[0] for r in execute(con, "compute/clusters").fetchall()]
+    """The clusters the landing tables name; one pass of the derived steps runs per cluster.
+
+    The same list as the dashboard's cluster filter, from the same query: nodes' and jobs' clusters.
+    """
+    found = [r[0] for r in execute(con, "app/clusters").fetchall()]
     return found or ["default"]
 
 

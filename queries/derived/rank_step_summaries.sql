@@ -9,10 +9,14 @@
 --   uses_compute      every rank logged compute_s
 --   slowest_*_rank    the rank with the longest compute_s (step_s), the lowest rank on ties
 -- Params: $incremental.
+
+-- The jobs whose rank steps were loaded since the last compute (read with $incremental only).
+CREATE OR REPLACE TEMP TABLE jobs_to_summarise AS
+SELECT DISTINCT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster');
+
 DELETE FROM rank_step_summaries
 WHERE cluster = getvariable('pass_cluster')
-  AND (NOT $incremental
-       OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster')));
+  AND (NOT $incremental OR job_id IN (SELECT job_id FROM jobs_to_summarise));
 
 INSERT INTO rank_step_summaries
 SELECT
@@ -31,18 +35,17 @@ SELECT
     arg_min(rank, struct_pack(t := -compute_s, r := rank)) AS slowest_compute_rank,
     arg_min(rank, struct_pack(t := -step_s, r := rank)) AS slowest_step_rank
 FROM rank_steps
-WHERE NOT $incremental
-   OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster'))
+WHERE NOT $incremental OR job_id IN (SELECT job_id FROM jobs_to_summarise)
 GROUP BY job_id, attempt, step;
 
 DELETE FROM rank_gpus
 WHERE cluster = getvariable('pass_cluster')
-  AND (NOT $incremental
-       OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster')));
+  AND (NOT $incremental OR job_id IN (SELECT job_id FROM jobs_to_summarise));
 
 INSERT INTO rank_gpus
 SELECT DISTINCT getvariable('pass_cluster') AS cluster, job_id, attempt, node, gpu
 FROM rank_steps
 WHERE gpu IS NOT NULL
-  AND (NOT $incremental
-       OR job_id IN (SELECT job_id FROM rank_steps_loaded WHERE cluster = getvariable('pass_cluster')));
+  AND (NOT $incremental OR job_id IN (SELECT job_id FROM jobs_to_summarise));
+
+DROP TABLE jobs_to_summarise;
