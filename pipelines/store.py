@@ -504,6 +504,10 @@ def _merge(
         window = (
             f" AND t.ts BETWEEN {_ts_literal(checked.min_ts)} AND {_ts_literal(checked.max_ts)}"
         )
+    elif "job_id" in keys:
+        # Keyed by job, not time (rank steps, checkpoints): probe only the batch's jobs' rows, so
+        # the probe follows the batch, not every step stored (job_id is NOT NULL in storage).
+        window = f" AND t.job_id IN (SELECT job_id FROM {typed})"
     overlap = con.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)"
     ).fetchall()[0][0]

@@ -487,6 +487,48 @@ def test_a_rank_step_file_with_one_exact_repeat_loads(con, tmp_path):
     assert row_counts(con)["rank_steps"] == 2
 
 
+def test_a_later_batch_of_steps_probes_only_its_own_jobs_rows(con, tmp_path):
+    """Rank steps and checkpoints are keyed by job, not time: a later batch is compared with its
+    own jobs' stored rows. Stored: j1 step 1 on ranks 0 and 1, one save at step 1. Later: j1
+    step 1 rank 0 again (unchanged), j1 step 2 rank 0 (new), j2 step 1 rank 0 (new job, new);
+    the save again (unchanged) and a restore of j2 (new). Then a batch of a third job only, whose
+    rows no stored job shares: all new."""
+    header = "job_id,attempt,step,rank,node,gpu,end_ts,step_s,compute_s\n"
+    saves = "job_id,attempt,step,kind,start_ts,duration_s\n"
+    write(
+        tmp_path / "a",
+        "rank_steps.csv",
+        header
+        + "j1,0,1,0,n1,0,2026-11-23T00:00:10Z,10,9\n"
+        + "j1,0,1,1,n1,1,2026-11-23T00:00:10Z,10,9.5\n",
+    )
+    write(tmp_path / "a", "checkpoints.csv", saves + "j1,0,1,save,2026-11-23T00:00:10Z,5\n")
+    ingest_files(con, tmp_path / "a")
+    write(
+        tmp_path / "b",
+        "rank_steps.csv",
+        header
+        + "j1,0,1,0,n1,0,2026-11-23T00:00:10Z,10,9\n"
+        + "j1,0,2,0,n1,0,2026-11-23T00:00:20Z,10,9\n"
+        + "j2,0,1,0,n2,0,2026-11-23T00:00:10Z,10,9\n",
+    )
+    write(
+        tmp_path / "b",
+        "checkpoints.csv",
+        saves + "j1,0,1,save,2026-11-23T00:00:10Z,5\nj2,0,1,restore,2026-11-23T00:00:00Z,3\n",
+    )
+    counts = {
+        r.table: (r.rows_in, r.rows_new, r.rows_unchanged)
+        for r in ingest_files(con, tmp_path / "b")
+    }
+    assert counts == {"rank_steps": (3, 2, 1), "checkpoints": (2, 1, 1)}
+    write(tmp_path / "c", "rank_steps.csv", header + "j3,0,1,0,n3,0,2026-11-23T00:00:10Z,10,9\n")
+    (third,) = ingest_files(con, tmp_path / "c")
+    assert (third.rows_in, third.rows_new, third.rows_unchanged) == (1, 1, 0)
+    assert row_counts(con)["rank_steps"] == 5
+    assert row_counts(con)["checkpoints"] == 2
+
+
 @pytest.mark.parametrize(
     ("table", "header", "record", "column", "bad", "problem"),
     [
