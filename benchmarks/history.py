@@ -2,7 +2,7 @@
 
 An update's cost should follow the new data, not the history. For each history length
 the database is built from scratch (ingest + compute of the weeks before the update, not
-timed), then the first hour after them is loaded and computed (`first_update_*`: it also pays
+timed), then the first hour after them is loaded and computed (`first_hour_*`: it also pays
 DuckDB's one-time merge of the row groups the build left under-full, docs/performance.md), then
 the second hour, the one compared across histories, as an hourly schedule runs every hour after
 the first. Each is timed as the bench stages are (own process, CPU seconds from `wait4`): on one
@@ -73,9 +73,9 @@ def main(argv: list[str] | None = None) -> Path:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    first_update, update = workdir / "first_hour", workdir / "next_hour"
-    deliver(landing, first_update, update_start, update_start + timedelta(hours=1))
-    deliver(landing, update, update_start + timedelta(hours=1), update_start + timedelta(hours=2))
+    first_hour, next_hour = workdir / "first_hour", workdir / "next_hour"
+    deliver(landing, first_hour, update_start, update_start + timedelta(hours=1))
+    deliver(landing, next_hour, update_start + timedelta(hours=1), update_start + timedelta(hours=2))
     rows: list[dict[str, Any]] = []
     for weeks in HISTORY_WEEKS:
         history, db = workdir / f"history-{weeks}w", workdir / f"fleet-{weeks}w.duckdb"
@@ -86,19 +86,19 @@ def main(argv: list[str] | None = None) -> Path:
             ["sh", "-c", " ".join([*cli, "ingest", "files", str(history), "&&", *cli, "compute"])],
             run_env,
         )
-        first_hour = run_measured(
-            f"first_update_{weeks}w",
-            cli + ["ingest", "files", str(first_update), "--compute"],
+        first = run_measured(
+            f"first_hour_{weeks}w",
+            cli + ["ingest", "files", str(first_hour), "--compute"],
             run_env,
         )
         two_commands_db = db.with_name(f"two-commands-{weeks}w.duckdb")
         shutil.copyfile(db, two_commands_db)
         one = run_measured(
-            f"update_{weeks}w", cli + ["ingest", "files", str(update), "--compute"], run_env
+            f"update_{weeks}w", cli + ["ingest", "files", str(next_hour), "--compute"], run_env
         )
         two_env = {**env, "GPUFLEET_DB": str(two_commands_db)}
         ingest = run_measured(
-            f"update_ingest_{weeks}w", cli + ["ingest", "files", str(update)], two_env
+            f"update_ingest_{weeks}w", cli + ["ingest", "files", str(next_hour)], two_env
         )
         compute = run_measured(f"update_compute_{weeks}w", cli + ["compute"], two_env)
         two_commands_db.unlink()
@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> Path:
                 "history_weeks": weeks,
                 "build_s": round(build_s, 2),
                 "build_cpu_s": round(build_cpu, 2),
-                "first_update_s": round(first_hour[0], 2),
-                "first_update_cpu_s": round(first_hour[1], 2),
+                "first_hour_s": round(first[0], 2),
+                "first_hour_cpu_s": round(first[1], 2),
                 "update_s": round(one[0], 2),
                 "update_cpu_s": round(one[1], 2),
                 "two_commands_s": round(ingest[0] + compute[0], 2),
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> Path:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['history_weeks']} week(s) | {r['first_update_cpu_s']:.2f} "
+            f"| {r['history_weeks']} week(s) | {r['first_hour_cpu_s']:.2f} "
             f"| {r['update_s']:.2f} | {r['update_cpu_s']:.2f} | "
             f"{r['update_cpu_s'] / base:.2f} | {r['two_commands_s']:.2f} | "
             f"{r['two_commands_cpu_s']:.2f} | {r['two_commands_cpu_s'] / base_two:.2f} |"

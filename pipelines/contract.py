@@ -7,6 +7,8 @@ steps) are only inserted when their key is new.
 
 from __future__ import annotations
 
+from typing import Literal
+
 LANDING_TABLES: tuple[str, ...] = (
     "nodes",
     "node_conditions",
@@ -48,6 +50,19 @@ STORAGE_TABLES: frozenset[str] = frozenset(t for ts in COMPACT_STORAGE.values() 
 
 # Tables whose rows a later load may correct (state changes): newest load wins.
 UPSERT_TABLES: frozenset[str] = frozenset({"nodes", "jobs", "job_attempts", "maintenance"})
+
+# What a load narrows its probe for already-stored keys to (pipelines/store.py), so the probe
+# follows the batch, not the history: the batch's time range, or the batch's jobs (tables keyed by
+# job and step, with no time in the key). Upsert tables compare the whole batch instead.
+PROBE_WINDOW: dict[str, Literal["ts", "job_id"]] = {
+    "node_conditions": "ts",
+    "gpu_samples": "ts",
+    "gpu_instance_samples": "ts",
+    "node_samples": "ts",
+    "gpu_events": "ts",
+    "rank_steps": "job_id",
+    "checkpoints": "job_id",
+}
 
 JOB_STATES: tuple[str, ...] = (
     "succeeded",

@@ -28,6 +28,7 @@ from pipelines.contract import (
     LANDING_TABLES,
     NATURAL_KEYS,
     NON_NEGATIVE,
+    PROBE_WINDOW,
     UPSERT_TABLES,
 )
 from pipelines.errors import DatabaseMissingError, GpufleetError, InputError
@@ -498,16 +499,20 @@ def _merge(
         con.execute("DROP TABLE __stage")
         return result(new, changed - new)
     window = ""
-    if "ts" in keys and checked.min_ts is not None:
+    probe = PROBE_WINDOW[item.table]
+    if probe == "ts" and checked.min_ts is not None:
         # Restricting the probe to the batch's time range lets zone maps skip old row groups.
         # Literals, not parameters: the query may become a view (gpu_samples' storage).
         window = (
             f" AND t.ts BETWEEN {_ts_literal(checked.min_ts)} AND {_ts_literal(checked.max_ts)}"
         )
-    elif "job_id" in keys:
-        # Keyed by job, not time (rank steps, checkpoints): probe only the batch's jobs' rows, so
-        # the probe follows the batch, not every step stored (job_id is NOT NULL in storage).
-        window = f" AND t.job_id IN (SELECT job_id FROM {typed})"
+    elif probe == "job_id":
+        # The batch's jobs, read once: the probe, the anti-join and the note of jobs whose step
+        # summaries change all use them. Rolled back with the load when it fails; dropped below.
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE __batch_jobs AS SELECT DISTINCT cluster, job_id FROM {typed}"
+        )
+        window = " AND t.job_id IN (SELECT job_id FROM __batch_jobs)"
     overlap = con.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM {table} t WHERE true{window} LIMIT 1)"
     ).fetchall()[0][0]
@@ -534,9 +539,9 @@ def _merge(
     if item.table == "rank_steps" and stored:
         # The jobs whose step summaries the next compute builds again (pipelines/step_summaries.py);
         # every job of the batch, a superset of those with new rows.
-        con.execute(f"CREATE OR REPLACE TEMP VIEW __rank_steps_in AS SELECT * FROM {typed}")
         execute(con, "store/rank_steps_loaded_add")
-        con.execute("DROP VIEW temp.main.__rank_steps_in")
+    if probe == "job_id":
+        con.execute("DROP TABLE temp.main.__batch_jobs")
     if item.table == "gpu_instance_samples" and stored:
         # MIG samples change gpu_activity_windows from their time on, as GPU samples do.
         from pipelines.sample_rollups import record_loaded_samples

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.contract import LANDING_TABLES
+from pipelines.contract import LANDING_TABLES, NATURAL_KEYS, PROBE_WINDOW, UPSERT_TABLES
 from pipelines.errors import InputError
 from pipelines.sources.files import ingest_files
 from pipelines.store import row_counts, table_columns
@@ -527,6 +527,18 @@ def test_a_later_batch_of_steps_probes_only_its_own_jobs_rows(con, tmp_path):
     assert (third.rows_in, third.rows_new, third.rows_unchanged) == (1, 1, 0)
     assert row_counts(con)["rank_steps"] == 5
     assert row_counts(con)["checkpoints"] == 2
+    # Every batch's jobs are noted for the next compute's step summaries, once per batch.
+    noted = con.execute("SELECT job_id, count(*) FROM rank_steps_loaded GROUP BY ALL ORDER BY 1")
+    assert noted.fetchall() == [("j1", 2), ("j2", 1), ("j3", 1)]
+    temporary = con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()
+    assert temporary == []
+
+
+def test_every_landing_table_is_upserted_or_probed_within_a_window_of_its_key():
+    assert set(UPSERT_TABLES) | set(PROBE_WINDOW) == set(LANDING_TABLES)
+    assert not set(UPSERT_TABLES) & set(PROBE_WINDOW)
+    for table, column in PROBE_WINDOW.items():
+        assert column in NATURAL_KEYS[table], table
 
 
 @pytest.mark.parametrize(
