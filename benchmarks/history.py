@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> Path:
     )
     first_hour, next_hour = workdir / "first_hour", workdir / "next_hour"
     deliver(landing, first_hour, update_start, update_start + timedelta(hours=1))
-    deliver(landing, next_hour, update_start + timedelta(hours=1), update_start + timedelta(hours=2))
+    deliver(
+        landing, next_hour, update_start + timedelta(hours=1), update_start + timedelta(hours=2)
+    )
     rows: list[dict[str, Any]] = []
     for weeks in HISTORY_WEEKS:
         history, db = workdir / f"history-{weeks}w", workdir / f"fleet-{weeks}w.duckdb"
@@ -86,7 +88,7 @@ def main(argv: list[str] | None = None) -> Path:
             ["sh", "-c", " ".join([*cli, "ingest", "files", str(history), "&&", *cli, "compute"])],
             run_env,
         )
-        first = run_measured(
+        first_hour_run = run_measured(
             f"first_hour_{weeks}w",
             cli + ["ingest", "files", str(first_hour), "--compute"],
             run_env,
@@ -107,8 +109,8 @@ def main(argv: list[str] | None = None) -> Path:
                 "history_weeks": weeks,
                 "build_s": round(build_s, 2),
                 "build_cpu_s": round(build_cpu, 2),
-                "first_hour_s": round(first[0], 2),
-                "first_hour_cpu_s": round(first[1], 2),
+                "first_hour_s": round(first_hour_run[0], 2),
+                "first_hour_cpu_s": round(first_hour_run[1], 2),
                 "update_s": round(one[0], 2),
                 "update_cpu_s": round(one[1], 2),
                 "two_commands_s": round(ingest[0] + compute[0], 2),
