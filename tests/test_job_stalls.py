@@ -6,10 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import polars as pl
 import pytest
 
 from pipelines.compute import compute
 from pipelines.config import Settings
+from pipelines.store import TableInput, load_batch
 from tests.detect_fleet import T0, Fleet, at
 
 HUNG = {
@@ -225,3 +227,34 @@ def test_stall_explained_by_hardware(con):
     assert len(rows) == 1
     evidence = json.loads(rows[0]["evidence"])
     assert (evidence["cause"], evidence["hardware_findings"]) == ("hardware", ["xid"])
+
+
+def test_telemetry_rule_is_for_jobs_without_step_logs_of_their_own_cluster(con):
+    """Job ids repeat across clusters. In c1, j2 logs a step every 10 s to minute 59 and succeeds
+    at 60: its step logs say it runs, whatever the GPUs look like, so no finding. In c2 a job also
+    named j2 logs no step and its node n2 (also a name c1 uses) looks hung from minute 30 to the
+    failure at 60: one stall [30, 60) in c2, as in the one-cluster case above."""
+    logged, silent = Fleet(minutes=70, nodes=["n2"]), Fleet(minutes=70, nodes=["n2"])
+    add_job(logged, "j2", "n2", 60, "succeeded", step_ends_s=ends(60, 354))
+    add_job(silent, "j2", "n2", 60, "failed")
+    for fleet in (logged, silent):
+        for gpu in range(8):
+            for metric, value in HUNG.items():
+                fleet.set("n2", gpu, metric, {i: value for i in range(30, 60)})
+    for cluster, fleet in (("c1", logged), ("c2", silent)):
+        items = [
+            TableInput(
+                name,
+                frame.with_columns(cluster=pl.lit(cluster)).with_row_index("__row", offset=1),
+                f"{name} ({cluster})",
+            )
+            for name, frame in fleet.frames().items()
+        ]
+        load_batch(con, items, "test")
+    compute(con, Settings(), force=True)
+    found = con.execute(
+        "SELECT cluster, job_id, epoch(start_ts - $t0) / 60, epoch(end_ts - $t0) / 60 "
+        "FROM anomalies WHERE kind = 'job_stalled'",
+        {"t0": T0},
+    ).fetchall()
+    assert found == [("c2", "j2", 30.0, 60.0)]

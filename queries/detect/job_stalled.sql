@@ -19,7 +19,12 @@ WITH whole_node_attempts AS (
     FROM job_attempts a
     JOIN jobs j USING (job_id)
     WHERE len(a.nodes) > 0
-      AND NOT EXISTS (SELECT 1 FROM rank_steps r WHERE r.job_id = a.job_id AND r.attempt = a.attempt)
+      -- no logged step: read from the per-step summaries (one row per logged step of the pass's
+      -- cluster, built before this step), not from every rank's row
+      AND NOT EXISTS (
+          SELECT 1 FROM rank_step_summaries r
+          WHERE r.cluster = getvariable('pass_cluster') AND r.job_id = a.job_id AND r.attempt = a.attempt
+      )
       AND j.num_gpus >= (SELECT sum(n.gpu_count) FROM nodes n WHERE list_contains(a.nodes, n.node))
 ),
 busy_idle_nodes AS (
