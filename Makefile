@@ -15,8 +15,13 @@ $(BIN)/python:
 	-$(BIN)/pip install --quiet uv
 
 # uv installs the same wheels as pip in a fraction of the time (about 10 s instead of 50 s on a
-# fresh machine); pip stays the fallback wherever uv cannot run.
-install = $(BIN)/uv pip install --quiet --python $(BIN)/python $(1) || $(BIN)/pip install --quiet $(1)
+# fresh machine); pip stays the fallback wherever uv cannot run. Both write the bytecode at
+# install (pip does by default): every gpufleet command is a new process, and where
+# PYTHONDONTWRITEBYTECODE is set it would otherwise compile its imports each time (1.7 s of a
+# scheduled run's 2.8 s of imports).
+install = $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1) || $(BIN)/pip install --quiet $(1)
+# The project's own modules (an editable install), compiled the same way before a benchmark.
+compile_project = $(BIN)/python -m compileall -q pipelines gpufleet_app benchmarks > /dev/null
 
 # The app alone for `make demo`; the dev extras (tests, browser, notebooks) for everything else.
 $(APP_STAMP): pyproject.toml | $(BIN)/python
@@ -34,10 +39,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
+	$(compile_project)
 	$(BIN)/python -m benchmarks.run --scale $(SCALE)
 
 # The same next-hour update after 1, 2 and 4 weeks of history: does an update cost follow the history?
 bench-history: $(STAMP)
+	$(compile_project)
 	$(BIN)/python -m benchmarks.history --scale $(SCALE)
 
 eval: $(STAMP)
