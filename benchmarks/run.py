@@ -32,6 +32,8 @@ EXTRA_DAYS = 2
 """Simulated past the week: the update stages load the next hour, then the day after it."""
 # Stages whose work is proportional to the landing rows (gpu_samples + rank_steps).
 ROW_STAGES = {"ingest", "floor", "compute"}
+ONE_WRITE_STAGE = "update_next_hour_one_write"
+"""The next hour loaded and computed in one write, as a scheduled run does it."""
 STAGES_LOG = "stages.jsonl"  # one finished stage per line, so --resume can pick up after a failure
 
 
@@ -158,7 +160,13 @@ def main(argv: list[str] | None = None) -> Path:
 
     extra, unavailable = optional_stages(cli, py, workdir, WEEK)
     stages += extra
-    # Last: they add data to the database the stages above read.
+    # Last: they add data to the database the stages above read. The next hour first as a
+    # scheduled run loads it (`ingest ... --compute`, one write: deploy/crontab), on a copy of the
+    # database as it is before the hour, then as two commands on the database itself.
+    one_write_db = workdir / "one-write.duckdb"
+    stages.append(
+        (ONE_WRITE_STAGE, cli + ["ingest", "files", str(workdir / "next_hour"), "--compute"])
+    )
     for update in ("next_hour", "next_day"):
         stages += [
             (f"update_{update}_ingest", cli + ["ingest", "files", str(workdir / update)]),
@@ -173,14 +181,20 @@ def main(argv: list[str] | None = None) -> Path:
             rows = done[stage].rows if done[stage].rows is not None else rows
             print(f"{stage:<22} (kept from the interrupted run)", flush=True)
             continue
+        stage_env = env
+        if stage == ONE_WRITE_STAGE:
+            shutil.copyfile(db, one_write_db)
+            stage_env = {**env, "GPUFLEET_DB": str(one_write_db)}
         load = os.getloadavg()[0]
-        seconds, cpu, rss, stdout = run_measured(stage, stage_argv, env)
+        seconds, cpu, rss, stdout = run_measured(stage, stage_argv, stage_env)
+        if stage == ONE_WRITE_STAGE:
+            one_write_db.unlink()
         if stage == "deliveries" or (stage == "ingest" and rows is None):
             rows = _landing_rows(history)
         detail = json.loads(stdout) if stage.startswith("app_") else {}
         if stage == "floor":
             detail = json.loads(stdout)
-        if stage == "compute" or stage.endswith("_compute"):
+        if stage == "compute" or stage.endswith("_compute") or stage == ONE_WRITE_STAGE:
             detail = {"steps_s": compute_steps(stdout)}
         if stage == "ingest":
             # The week's landing data alone, before any derived table: disk per GPU-day.
@@ -283,6 +297,12 @@ def _print_table(scale: str, results: list[StageResult], unavailable: list[str])
                 f"  update_{update} (ingest + compute): {ingest.seconds + compute.seconds:.2f} s wall, "
                 f"{ingest.cpu_s + compute.cpu_s:.2f} s CPU"
             )
+    one_write = by_stage.get(ONE_WRITE_STAGE)
+    if one_write is not None:
+        print(
+            f"  update_next_hour in one write (ingest --compute): {one_write.seconds:.2f} s wall, "
+            f"{one_write.cpu_s:.2f} s CPU"
+        )
     if unavailable:
         print(f"Not in this checkout yet: {', '.join(unavailable)}.")
 

@@ -128,9 +128,6 @@ def _steps() -> list[Step]:
         # Read by most steps below: "now" (the data horizon) and who ran where.
         Step("data_horizon"),
         Step("attempt_clusters"),
-        Step(
-            "cluster_schedulers"
-        ),  # which scheduler runs each cluster: the remediation plan's commands
         # Kept between computes, per cluster (pipelines/step_summaries.py): one row per logged
         # step, what goodput_attempts (which attempts logged steps) and goodput_steps read of
         # the step's ranks.
@@ -166,6 +163,9 @@ def _steps() -> list[Step]:
             ),
             kept_per_pass=True,
         ),
+        # Which scheduler runs each cluster (the remediation plan's commands): after
+        # node_condition_changes, which tells whether its nodes report the kubelet's Ready.
+        Step("cluster_schedulers"),
         # After xid_catalogue and rank_slowdown (the detectors read them); before node state
         # and job outcomes, which read the anomalies.
         Step("anomalies", run=detect_anomalies),

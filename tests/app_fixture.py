@@ -1055,6 +1055,18 @@ def build_app_db(path: Path, fleet: str = "handmade") -> Path:
     execute(con, "compute/pass_cluster", {"cluster": "fixture"})
     update_kept_rows(con, Settings(), "gpu_inventory_days", ())
     execute(con, "derived/gpu_inventory")
+    # Each condition's first sample and changes (cluster_schedulers reads them), their rows then
+    # given their node's cluster, as that cluster's own pass would have named them.
+    update_kept_rows(
+        con,
+        Settings(),
+        "node_condition_changes",
+        (),
+        changed_from_queries=("derived/kept_conditions_from",),
+    )
+    con.execute(
+        "UPDATE node_condition_changes c SET cluster = n.cluster FROM nodes n WHERE n.node = c.node"
+    )
     execute(con, "derived/attempt_clusters")
     # The escapes, checkpoint and node-cost steps run on the hand-made tables above: j-101's
     # attempt 0 failed on gpu-001 5 min after its XID 79 finding opened (seen before the failure).

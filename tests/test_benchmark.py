@@ -34,6 +34,7 @@ def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
         "compute",
         "compute_unchanged",
         *(name for name, _ in extra),
+        "update_next_hour_one_write",
         *updates,
     ]
     stages = {s["stage"]: s for s in result["stages"]}
@@ -57,6 +58,9 @@ def test_the_xs_benchmark_reports_every_stage_against_the_floor(tmp_path):
     # Each update brought new rows, so its compute ran every step instead of skipping.
     for update in ("next_hour", "next_day"):
         assert stages[f"update_{update}_compute"]["detail"]["steps_s"], update
+    # The same hour in one write, on a copy that is gone afterwards: its compute ran the same steps.
+    one_write = stages["update_next_hour_one_write"]["detail"]["steps_s"]
+    assert one_write.keys() == stages["update_next_hour_compute"]["detail"]["steps_s"].keys()
     # The floor's one pass saw every (node, gpu, metric) series: 4 x 8 x 14.
     assert stages["floor"]["detail"]["gpu_series"] == 4 * 8 * 14
     for name, s in stages.items():

@@ -7,13 +7,15 @@
 --   slurm       a job that ran on its nodes has a Slurm id (digits, with `_N` for an array task or
 --               `+N` for a heterogeneous part, as `ingest sacct` lands them)
 --   unknown     neither
--- evidence says which signal decided. Computed once per compute: the condition scan reads every
--- sample (tens of millions at fleet scale), too slow for a page view.
+-- evidence says which signal decided. Whether a node reports `Ready` is read from
+-- node_condition_changes (an earlier step of the pass), which holds each condition's first sample
+-- and its changes: a few rows per node and condition, not every sample (tens of millions at
+-- fleet scale).
 CREATE OR REPLACE TABLE cluster_schedulers AS
 WITH
 kubelet_clusters AS (
     SELECT DISTINCT n.cluster
-    FROM node_conditions c JOIN nodes n USING (node)
+    FROM node_condition_changes c JOIN nodes n USING (cluster, node)
     WHERE c.condition = 'Ready'
 ),
 job_clusters AS (
