@@ -7,17 +7,20 @@ in another process (a notebook) never stops them. See pipelines/serving.py.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from pipelines.serving import WORK_SUFFIX, lock_path
+from pipelines.errors import StorageError
+from pipelines.serving import WORK_SUFFIX, EarlyFlush, lock_path, writing
 from pipelines.store import open_store
 from testkit.processes import holding, run_python
 
@@ -370,3 +373,49 @@ def test_an_unchanged_compute_publishes_nothing(db: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Nothing changed" in done.stdout
     assert db.stat().st_ino == inode
+
+
+def test_the_early_flush_of_a_copy_reports_what_it_met(tmp_path: Path) -> None:
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(b"x" * 1_000_000)
+    assert EarlyFlush(copy).wait() is None
+    error = EarlyFlush(tmp_path / "gone.duckdb").wait()
+    assert isinstance(error, FileNotFoundError)
+
+
+def test_a_write_whose_early_flush_failed_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that fails the copy's write-back (EIO cannot be made here: the flush's error is
+    set as the kernel would report it) stops the command before it publishes: PATH stays as it
+    was, the private copy is removed, and no flush thread is left behind."""
+    db = tmp_path / "fleet.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE kept AS SELECT 1 AS x")
+    before = db.read_bytes()
+
+    def failing_flush(self: EarlyFlush, path: Path) -> None:
+        self.error = OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(EarlyFlush, "_flush", failing_flush)
+    with (
+        pytest.raises(StorageError, match="Input/output error"),
+        writing(db, command="test") as session,
+    ):
+        session.con.execute("CREATE TABLE added AS SELECT 2 AS y")
+    assert db.read_bytes() == before
+    assert not list(tmp_path.glob(f"*{WORK_SUFFIX}"))
+    assert not [t for t in threading.enumerate() if t.name == "gpufleet-early-flush"]
+
+
+def test_a_write_after_a_plain_copy_flushes_early_and_publishes(tmp_path: Path) -> None:
+    db = tmp_path / "fleet.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE kept AS SELECT 1 AS x")
+    with writing(db, command="test") as session:
+        session.con.execute("CREATE TABLE added AS SELECT 2 AS y")
+        copied_with = session.cloned_with
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT y FROM added").fetchall() == [(2,)]
+    assert copied_with in ("copy", "reflink")
+    assert not [t for t in threading.enumerate() if t.name == "gpufleet-early-flush"]
